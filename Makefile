@@ -1,0 +1,41 @@
+# Two commands set up a fresh machine: `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PACKAGES := $(sort $(wildcard packages/*))
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint typecheck pytest bench docs clean
+
+setup: $(STAMP)
+
+# Editable installs of the host and every package beside it, so a change to any of them is live at once.
+$(STAMP): pyproject.toml $(wildcard packages/*/pyproject.toml)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]' $(foreach p,$(PACKAGES),-e $(p))
+	touch $(STAMP)
+
+run: setup
+	$(BIN)/ishiki run .
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/python -m pytest tests $(foreach p,$(PACKAGES),$(wildcard $(p)/tests))
+
+test: lint typecheck pytest
+
+bench: setup
+	$(BIN)/python -m bench
+
+docs: setup
+	$(BIN)/python -m ishiki_host.config.reference docs/reference
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

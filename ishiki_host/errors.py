@@ -1,0 +1,233 @@
+"""The one exception tree of Ishiki Host.
+
+Configuration mistakes and run failures are different branches: a ``ConfigError`` is the operator's to fix
+(it names the file, the key path and, for YAML, the line), a ``RunError`` happens while the host serves.
+Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) from exc``).
+
+    IshikiError
+    ├── ConfigError                     file, line, path, message
+    │   ├── ConfigDirError              DIR is not a usable config directory
+    │   ├── HostConfigInvalid           ishiki.yaml
+    │   ├── ProfileInvalid              profiles/<id>/profile.yml
+    │   ├── ModelsConfigInvalid         models.yaml
+    │   ├── PluginNotFound              a named service has no entry point
+    │   ├── PluginLoadFailed            an entry point raised on import or load
+    │   └── PluginAPIIncompatible       a plugin declares an API major the host does not speak
+    └── RunError
+        ├── ModelError                  classified once, at the provider boundary (``kind``)
+        │   ├── ModelUnavailable        connect error, timeout, 5xx, 408, 409         kind="unavailable"
+        │   ├── ModelRateLimited        429, ``retry_after`` seconds when known       kind="rate_limited"
+        │   ├── ContextLengthExceeded   413 or a provider's context-length message    kind="context_length"
+        │   ├── ModelAuthError          401, 403                                      kind="auth"
+        │   └── ModelBadRequest         any other 4xx, malformed bodies               kind="bad_request"
+        ├── ToolError                   a tool failed; becomes an error result, the turn continues
+        │   ├── ToolConflictError       two tools of one turn share a name
+        │   └── ToolNotAllowed          the turn's trust level is below the tool's
+        ├── ChannelError                a channel failed to start, send or receive
+        ├── FactLogError                the fact log cannot be opened or written
+        │   └── FactLogLocked           another process holds the log
+        ├── ResourceError               a resource URL cannot be read (``code``)
+        ├── StoreError                  the memory database cannot be opened or used
+        └── SandboxError                a codemode program failed, or hit a limit
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+__all__ = [
+    "ChannelError",
+    "ConfigDirError",
+    "ConfigError",
+    "ContextLengthExceeded",
+    "FactLogError",
+    "FactLogLocked",
+    "HostConfigInvalid",
+    "IshikiError",
+    "ModelAuthError",
+    "ModelBadRequest",
+    "ModelError",
+    "ModelErrorKind",
+    "ModelRateLimited",
+    "ModelUnavailable",
+    "ModelsConfigInvalid",
+    "PluginAPIIncompatible",
+    "PluginLoadFailed",
+    "PluginNotFound",
+    "ProfileInvalid",
+    "ResourceError",
+    "RunError",
+    "SandboxError",
+    "StoreError",
+    "ToolConflictError",
+    "ToolError",
+    "ToolNotAllowed",
+    "model_error_for_kind",
+]
+
+ModelErrorKind = Literal["unavailable", "rate_limited", "context_length", "auth", "bad_request"]
+
+
+class IshikiError(Exception):
+    """Base of every error this host raises on purpose."""
+
+
+class ConfigError(IshikiError):
+    """A configuration mistake: names the file, the key path and, for YAML, the line.
+
+    ``path`` is the key path as a dotted string (``channels.console:local[0]``); ``line`` is 1-based.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None, path: str = ""):
+        self.message = message
+        self.file = file
+        self.line = line
+        self.path = path
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        """The error as one line: ``file:line: path: message``."""
+        where = self.file or ""
+        if where and self.line is not None:
+            where = f"{where}:{self.line}"
+        head = ": ".join(part for part in (where, self.path) if part)
+        return f"{head}: {self.message}" if head else self.message
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape ``ishiki check --json`` prints."""
+        return {"file": self.file, "line": self.line, "path": self.path, "message": self.message}
+
+
+class ConfigDirError(ConfigError):
+    """The directory given to a command is not a usable config directory."""
+
+
+class HostConfigInvalid(ConfigError):
+    """``ishiki.yaml`` is malformed or breaks its schema."""
+
+
+class ProfileInvalid(ConfigError):
+    """A profile directory is malformed or breaks its schema."""
+
+
+class ModelsConfigInvalid(ConfigError):
+    """``models.yaml`` is malformed, breaks its schema, or names something that does not exist."""
+
+
+class PluginNotFound(ConfigError):
+    """A service a profile names has no entry point in its group."""
+
+
+class PluginLoadFailed(ConfigError):
+    """An entry point exists but raised while it was imported or loaded."""
+
+
+class PluginAPIIncompatible(ConfigError):
+    """A plugin declares a plugin-API major version this host does not speak."""
+
+
+class RunError(IshikiError):
+    """A failure while the host serves."""
+
+
+class ModelError(RunError):
+    """A model call failed; ``kind`` is its class, decided once at the provider boundary."""
+
+    kind: ModelErrorKind = "bad_request"
+
+    def __init__(self, message: str, *, model: str | None = None, status: int | None = None):
+        self.model = model
+        self.status = status
+        super().__init__(message)
+
+
+class ModelUnavailable(ModelError):
+    """The provider could not be reached, timed out, or answered 5xx/408/409."""
+
+    kind: ModelErrorKind = "unavailable"
+
+
+class ModelRateLimited(ModelError):
+    """The provider answered 429; ``retry_after`` is the wait it asked for, in seconds, when it said."""
+
+    kind: ModelErrorKind = "rate_limited"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        status: int | None = 429,
+        retry_after: float | None = None,
+    ):
+        self.retry_after = retry_after
+        super().__init__(message, model=model, status=status)
+
+
+class ContextLengthExceeded(ModelError):
+    """The request does not fit the model's context window."""
+
+    kind: ModelErrorKind = "context_length"
+
+
+class ModelAuthError(ModelError):
+    """The provider refused the credentials (401/403)."""
+
+    kind: ModelErrorKind = "auth"
+
+
+class ModelBadRequest(ModelError):
+    """The provider refused the request (other 4xx), or answered something that cannot be parsed."""
+
+    kind: ModelErrorKind = "bad_request"
+
+
+_KINDS: dict[str, type[ModelError]] = {
+    cls.kind: cls
+    for cls in (ModelUnavailable, ModelRateLimited, ContextLengthExceeded, ModelAuthError, ModelBadRequest)
+}
+
+
+def model_error_for_kind(kind: str, message: str, *, model: str | None = None) -> ModelError:
+    """Build the ``ModelError`` subclass for ``kind`` (used to rebuild errors from logs and fakes)."""
+    return _KINDS.get(kind, ModelBadRequest)(message, model=model)
+
+
+class ToolError(RunError):
+    """A tool failed. The agent turns it into an error result and the turn continues."""
+
+
+class ToolConflictError(ToolError):
+    """Two tools offered in one turn share a name."""
+
+
+class ToolNotAllowed(ToolError):
+    """A tool was called above the trust level of the turn; refused at dispatch."""
+
+
+class ChannelError(RunError):
+    """A channel failed to start, receive or send."""
+
+
+class FactLogError(RunError):
+    """A fact log cannot be opened or written."""
+
+
+class FactLogLocked(FactLogError):
+    """Another process holds the fact log's exclusive lock."""
+
+
+class ResourceError(RunError):
+    """A resource URL cannot be read. ``code`` is stable (``invalid_resource_uri``, ``unknown_scheme``, ...)."""
+
+    def __init__(self, code: str, message: str):
+        self.code = code
+        super().__init__(f"{code}: {message}")
+
+
+class StoreError(RunError):
+    """The memory database cannot be opened, migrated or used."""
+
+
+class SandboxError(RunError):
+    """A codemode program failed or hit a limit; the message says which."""

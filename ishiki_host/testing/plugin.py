@@ -1,0 +1,6 @@
+"""The pytest plugin of Ishiki Host (entry point ``pytest11``): fixtures for host and plugin authors.
+
+Each fixture module is listed in ``pytest_plugins`` so plugin authors get every fixture by installing the host.
+"""
+
+pytest_plugins = ["ishiki_host.testing.fixtures"]

@@ -1,0 +1,41 @@
+"""The public face of the package stays curated: ``__all__`` exact and sorted, every public name documented."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+PUBLIC_MODULES = ["ishiki_host", "ishiki_host.core", "ishiki_host.errors"]
+
+
+def _exported_candidates(module: object) -> set[str]:
+    """Classes and functions of our own that a module binds under a public name."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and getattr(value, "__module__", "").startswith("ishiki_host")
+    }
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_all_is_sorted_and_exact(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert module.__all__ == sorted(module.__all__)
+    assert all(hasattr(module, name) for name in module.__all__)
+    assert _exported_candidates(module) <= set(module.__all__)
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_every_public_name_is_documented(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    undocumented = [
+        name
+        for name in module.__all__
+        if (inspect.isclass(getattr(module, name)) or inspect.isfunction(getattr(module, name)))
+        and not (getattr(module, name).__doc__ or "").strip()
+    ]
+    assert not undocumented
