@@ -1,0 +1,54 @@
+"""The contract of a model API adapter (entry-point group ``ishiki.provider``).
+
+A ``ModelAPI`` subclass speaks one wire protocol (OpenAI Chat Completions, Anthropic Messages, ...). The
+gateway instantiates it once per host and calls ``create`` once per provider of ``models.yaml`` that names it,
+with that provider's config and the provider's shared ``httpx.AsyncClient``. The client it returns answers
+requests for any model of that provider and raises only ``ishiki_host.errors.ModelError`` subclasses:
+errors are classified here, at the boundary, and nowhere else.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, ClassVar, Protocol
+
+import httpx
+
+from ishiki_host.config.models import ModelSpec, ProviderConfig
+from ishiki_host.core.model import ModelRequest, ModelResult, StreamEvent
+
+__all__ = ["ModelAPI", "ProviderClient"]
+
+
+class ProviderClient(Protocol):
+    """One provider's connection, made by ``ModelAPI.create``."""
+
+    async def generate(self, model: ModelSpec, request: ModelRequest) -> ModelResult:
+        """Answer ``request`` with ``model`` in one piece."""
+        ...
+
+    def stream(self, model: ModelSpec, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Answer ``request`` as events; the last one is ``StreamDone``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the client holds (the shared httpx client is closed by the gateway)."""
+        ...
+
+
+class ModelAPI(ABC):
+    """Base class of model API adapters.
+
+    ``config_schema`` is the JSON Schema of the provider keys this API adds to ``models.yaml`` beyond the common
+    ones (``api``, ``baseUrl``, ``apiKey``, ``headers``, ``models``, ``maxConcurrency``, timeouts); they arrive in
+    ``ProviderConfig.options``. ``api_version`` is the plugin-API version the adapter was written for.
+    """
+
+    config_schema: ClassVar[Mapping[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
+    api_version: ClassVar[str] = "1.0"
+    needs_base_url: ClassVar[bool] = True
+
+    @abstractmethod
+    def create(self, provider: ProviderConfig, http: httpx.AsyncClient) -> ProviderClient:
+        """Make the client for one provider."""
