@@ -28,7 +28,10 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         │   └── FactLogLocked           another process holds the log
         ├── ResourceError               a resource URL cannot be read (``code``)
         ├── StoreError                  the memory database cannot be opened or used
-        └── SandboxError                a codemode program failed, or hit a limit
+        ├── SandboxError                a codemode program failed, or hit a limit
+        └── EngineError                 an engine could not do its part (logged; the engine falls back)
+            ├── EngineStateInvalid      an engine's persisted state is malformed
+            └── JudgeReplyInvalid       a wakeup judge answered something that is not the strict JSON asked
 """
 
 from __future__ import annotations
@@ -40,10 +43,13 @@ __all__ = [
     "ConfigDirError",
     "ConfigError",
     "ContextLengthExceeded",
+    "EngineError",
+    "EngineStateInvalid",
     "FactLogError",
     "FactLogLocked",
     "HostConfigInvalid",
     "IshikiError",
+    "JudgeReplyInvalid",
     "ModelAuthError",
     "ModelBadRequest",
     "ModelError",
@@ -231,3 +237,15 @@ class StoreError(RunError):
 
 class SandboxError(RunError):
     """A codemode program failed or hit a limit; the message says which."""
+
+
+class EngineError(RunError):
+    """An engine could not do its part; the engine logs it and falls back to its safe behaviour."""
+
+
+class EngineStateInvalid(EngineError):
+    """An engine's persisted state is malformed (the engine starts fresh and logs why)."""
+
+
+class JudgeReplyInvalid(EngineError):
+    """A wakeup judge's reply is not the strict JSON that was asked for (the engine waits)."""

@@ -1,0 +1,72 @@
+"""Engine options from a JSON Schema: the schema is the one source of every default.
+
+An engine declares its config as a JSON Schema whose properties carry ``default`` and ``description``.
+``resolve_options`` validates a config against it and fills in the defaults; ``options_table`` renders the
+schema as the Markdown table the docs embed (``ishiki_host.engines.docs`` keeps the docs in step).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+
+from ishiki_host.errors import ConfigError
+
+__all__ = ["options_table", "resolve_options", "schema_defaults"]
+
+
+def schema_defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``default`` of every top-level property that has one (deep copies: callers may mutate them)."""
+    properties = schema.get("properties", {})
+    return {name: copy.deepcopy(prop["default"]) for name, prop in properties.items() if "default" in prop}
+
+
+def resolve_options(schema: Mapping[str, Any], config: Mapping[str, Any] | None, *, where: str = "") -> dict[str, Any]:
+    """``config`` validated against ``schema``, with the schema's defaults filled in.
+
+    Raises ``ConfigError`` whose ``path`` is ``where`` joined with the offending key (``wakeup.willingness.base``)
+    and whose message names the bad value; an unknown key gets a "did you mean" hint.
+    """
+    config = dict(config or {})
+    validator = jsonschema.Draft202012Validator(schema)
+    error = min(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.message)), default=None)
+    if error is not None:
+        keys = [str(part) for part in error.absolute_path]
+        raise ConfigError(_message(schema, config, error), path=".".join(p for p in (where, *keys) if p))
+    return {**schema_defaults(schema), **config}
+
+
+def _message(schema: Mapping[str, Any], config: Mapping[str, Any], error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        known = sorted(schema.get("properties", {}))
+        unknown = sorted(set(config) - set(known))
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, known, n=1)
+            hints.append(f'unknown option "{key}"' + (f' (did you mean "{close[0]}"?)' if close else ""))
+        return "; ".join(hints) + f"; known options: {', '.join(known)}"
+    return f"{json.dumps(error.instance, ensure_ascii=False, default=str)} is invalid: {error.message}"
+
+
+def _type_of(prop: Mapping[str, Any]) -> str:
+    kind = prop.get("type", "any")
+    if isinstance(kind, list):
+        return " or ".join(kind)
+    if kind == "array" and isinstance(prop.get("items"), Mapping):
+        return f"array of {_type_of(prop['items'])}"
+    return str(kind)
+
+
+def options_table(schema: Mapping[str, Any]) -> str:
+    """The options of ``schema`` as a Markdown table: option, type, default, description."""
+    rows = ["| option | type | default | description |", "|---|---|---|---|"]
+    for name, prop in schema.get("properties", {}).items():
+        default = json.dumps(prop["default"], ensure_ascii=False) if "default" in prop else "(none)"
+        description = str(prop.get("description", "")).replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| `{name}` | {_type_of(prop)} | `{default}` | {description} |")
+    return "\n".join(rows)
