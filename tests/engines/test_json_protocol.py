@@ -32,7 +32,8 @@ SEND = ToolSpec(
         "properties": {
             "text": {"type": "string", "description": "What to say."},
             "mood": {"type": "string", "enum": ["calm", "happy"], "default": "calm"},
-            "tags": {"type": "array", "items": {"type": "string"}},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
+            "delay": {"type": ["number", "null"], "minimum": 0, "examples": [1.5]},
             "meta": {"type": "object", "properties": {"a": {"type": "integer"}}},
         },
         "required": ["text"],
@@ -62,7 +63,8 @@ def test_catalogue_lists_tools_readably() -> None:
     assert "### send_message\nSend a message to the channel.\nParameters:" in section
     assert "- text (string, required): What to say." in section
     assert '- mood (string): one of "calm", "happy"; default "calm"' in section
-    assert "- tags (array of string)" in section
+    assert "- tags (array of string): max items 5" in section
+    assert "- delay (number or null): at least 0; e.g. 1.5" in section
     assert '- meta (schema {"type":"object","properties":{"a":{"type":"integer"}}})' in section
     assert "### finish\nEnd the turn.\nParameters: none" in section
 

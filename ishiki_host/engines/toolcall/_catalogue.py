@@ -1,7 +1,7 @@
 """A tool catalogue as readable text, for models that read their tools in the system prompt.
 
 Each tool becomes a heading, its description, and one line per parameter: name, type, whether it is
-required, its description, allowed values and default. A parameter whose schema is not simple (nested
+required, its description, allowed values, bounds, default and examples. A parameter whose schema is not simple (nested
 objects, ``anyOf``...) is shown as its compact JSON Schema instead, so nothing the schema says is lost.
 """
 
@@ -17,7 +17,19 @@ if TYPE_CHECKING:
 __all__ = ["describe_parameters", "describe_tools"]
 
 _SIMPLE_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
-_SHOWN_KEYS = frozenset({"type", "description", "enum", "default", "items", "title"})
+_CONSTRAINTS = {
+    "minimum": "at least",
+    "maximum": "at most",
+    "exclusiveMinimum": "above",
+    "exclusiveMaximum": "below",
+    "minLength": "min length",
+    "maxLength": "max length",
+    "minItems": "min items",
+    "maxItems": "max items",
+    "pattern": "pattern",
+    "format": "format",
+}
+_SHOWN_KEYS = frozenset({"type", "description", "enum", "default", "items", "title", "examples", *_CONSTRAINTS})
 
 
 def _compact(value: Any) -> str:
@@ -55,8 +67,11 @@ def _parameter_line(name: str, schema: Any, required: bool) -> str:
         details.append(description)
     if "enum" in schema:
         details.append("one of " + ", ".join(_compact(v) for v in schema["enum"]))
+    details.extend(f"{label} {_compact(schema[key])}" for key, label in _CONSTRAINTS.items() if key in schema)
     if "default" in schema:
         details.append(f"default {_compact(schema['default'])}")
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
+        details.append("e.g. " + ", ".join(_compact(v) for v in schema["examples"][:3]))
     return f"{line}: {'; '.join(details)}" if details else line
 
 

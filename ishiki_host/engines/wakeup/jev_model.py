@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -78,6 +79,7 @@ JEV_CONFIG_SCHEMA: dict[str, Any] = {
 
 _KEYS = ("addressed", "interested", "others")
 _MAX_LINE_CHARS = 400
+_CLOSE_TAG = re.compile(r"</\s*conversation\s*>", re.I)
 _SYSTEM = """\
 You decide whether {bot} should speak in a chat. Read the conversation and score its LAST message.
 Reply with one JSON object and nothing else (no code fence, no comment), exactly of this form:
@@ -162,7 +164,8 @@ def decide_before_judge(
 
 
 def _line(line: ChatLine, bot_name: str) -> str:
-    text = " ".join(line.text.split())
+    # A message quoting the closing tag must not end the quoted conversation early.
+    text = _CLOSE_TAG.sub("</ conversation>", " ".join(line.text.split()))
     if len(text) > _MAX_LINE_CHARS:
         text = text[: _MAX_LINE_CHARS - 1] + "…"
     author = f"{bot_name} (the bot)" if line.from_self else " ".join(line.author.split()) or "someone"
