@@ -68,13 +68,19 @@ def connect(
     """
     path = Path(path)
     _refuse_foreign_header(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot create the data directory: {exc}") from exc
     conn = _open(path, vfs)
     try:
         if check:
             _quick_check(conn, path)
         _configure(conn, path)
         migrate(conn, path, migrations, application_id=APPLICATION_ID)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"{path}: cannot use the memory database ({exc}); {HINT}") from exc
     except BaseException:
         conn.close()
         raise
@@ -86,8 +92,8 @@ def _refuse_foreign_header(path: Path) -> None:
     try:
         with path.open("rb") as fh:
             head = fh.read(len(_SQLITE_HEADER))
-    except FileNotFoundError:
-        return
+    except (FileNotFoundError, NotADirectoryError):
+        return  # a new database (or a bad directory, reported when it is created)
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the memory database: {exc}") from exc
     if head and head != _SQLITE_HEADER[: len(head)]:

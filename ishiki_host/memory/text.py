@@ -8,7 +8,7 @@ overlapping bigrams, the usual CJK n-gram approach; other text passes through un
 A query is never user text handed to ``MATCH``: it is rebuilt from the words found in the text, each one a
 double-quoted FTS5 string (a quote inside doubled), joined with ``OR``, so no operator, column filter, prefix
 star or parenthesis of the user's ever reaches the FTS5 parser. BM25 then ranks rows matching more, rarer
-words higher.
+words higher (see ``ishiki_host.memory.repos.memory_search``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["MAX_QUERY_TERMS", "clean_text", "index_text", "match_query", "query_terms"]
+__all__ = ["MAX_QUERY_TERMS", "clean_text", "index_text", "match_query", "query_terms", "quote_terms"]
 
 MAX_QUERY_TERMS = 64
 
@@ -83,9 +83,12 @@ def _add_words(terms: dict[str, str], text: str) -> None:
         terms.setdefault(word.lower(), word)
 
 
+def quote_terms(terms: list[str]) -> str:
+    """An FTS5 ``MATCH`` expression: each term a quoted string (inner quotes doubled), joined with OR."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
 def match_query(text: str, *, limit: int = MAX_QUERY_TERMS) -> str | None:
     """An FTS5 ``MATCH`` expression for ``text`` (quoted terms joined by OR), or ``None`` if it has no words."""
     terms = query_terms(text, limit=limit)
-    if not terms:
-        return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return quote_terms(terms) if terms else None

@@ -103,3 +103,22 @@ async def test_a_failed_write_rolls_back_and_is_a_store_error(store: MemoryStore
     with pytest.raises(StoreError, match="CHECK constraint failed"):
         await store.db.write(two_inserts)
     assert await store.plugin_settings.all() == []
+
+
+def test_unusable_paths_are_store_errors(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreError, match="cannot create the data directory"):
+        connect(tmp_path / "file" / "data" / "memory.db")
+    (tmp_path / "dir.db").mkdir()
+    with pytest.raises(StoreError, match="cannot read the memory database"):
+        connect(tmp_path / "dir.db")
+
+
+def test_without_the_check_a_damaged_file_is_still_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    connect(path).close()
+    data = bytearray(path.read_bytes())
+    data[100:4096] = bytes(3996)  # wipe the schema page's content
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="ishiki memory clear"):
+        connect(path, check=False)

@@ -10,79 +10,30 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING
 
 from ishiki_host.core.tools import TRUST_ORDER
 from ishiki_host.errors import StoreError
-from ishiki_host.memory.text import clean_text, index_text, match_query
+from ishiki_host.memory.repos.memory_search import SearchFilter, search
+from ishiki_host.memory.repos.memory_types import (
+    MAX_LIST,
+    MAX_SEARCH,
+    MEMORY_COLUMNS,
+    MEMORY_TYPES,
+    RETRIEVABLE_TYPES,
+    Memory,
+    MemoryDraft,
+    MemoryHit,
+    MemoryType,
+)
+from ishiki_host.memory.text import clean_text, index_text, query_terms
 
 if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.tools import TrustLevel
     from ishiki_host.memory.db import Database
 
-__all__ = [
-    "MAX_LIST",
-    "MAX_SEARCH",
-    "MEMORY_TYPES",
-    "RETRIEVABLE_TYPES",
-    "MemoriesRepo",
-    "Memory",
-    "MemoryDraft",
-    "MemoryHit",
-    "MemoryType",
-]
-
-MemoryType = Literal["summary", "fact", "lesson", "reminder"]
-MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
-RETRIEVABLE_TYPES: tuple[MemoryType, ...] = ("summary", "fact", "lesson")
-MAX_LIST = 50
-MAX_SEARCH = 100
-SCORE_PRECISION = 4
-
-_COLUMNS = "m.id, m.type, m.content, m.profile, m.runtime_key, m.session_id, m.importance, m.min_trust, m.created_at"
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryDraft:
-    """A memory to add. ``min_trust`` is the lowest trust level that may read it (the turn's level)."""
-
-    type: MemoryType
-    content: str
-    profile: str
-    runtime_key: str
-    session_id: int | None = None
-    importance: float = 0.5
-    min_trust: TrustLevel = "owner"
-
-
-@dataclass(frozen=True, slots=True)
-class Memory:
-    """One stored memory."""
-
-    id: int
-    type: MemoryType
-    content: str
-    profile: str
-    runtime_key: str
-    session_id: int | None
-    importance: float
-    min_trust: TrustLevel
-    created_at: float
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Memory:
-        """Build from a row selected with the repository's column list."""
-        return cls(*(row[i] for i in range(9)))
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryHit:
-    """A search result: the memory and its BM25 score (lower is more relevant, as SQLite reports it)."""
-
-    memory: Memory
-    score: float
+__all__ = ["MemoriesRepo"]
 
 
 def _validate(draft: MemoryDraft) -> MemoryDraft:
@@ -132,44 +83,8 @@ def _insert(conn: sqlite3.Connection, drafts: Sequence[MemoryDraft], now: float)
 
 
 def _get(conn: sqlite3.Connection, memory_id: int) -> Memory | None:
-    row = conn.execute(f"SELECT {_COLUMNS} FROM memories AS m WHERE m.id = ?", (memory_id,)).fetchone()
+    row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories AS m WHERE m.id = ?", (memory_id,)).fetchone()
     return Memory.from_row(row) if row else None
-
-
-def _search(
-    conn: sqlite3.Connection,
-    query: str,
-    profile: str,
-    *,
-    types: list[str],
-    readable: list[str],
-    exclude_session: int | None,
-    runtime_key: str | None,
-    limit: int,
-) -> list[MemoryHit]:
-    # CROSS JOIN keeps the FTS index as the driving table: matching rows first, then the row filters.
-    # Scores are compared at SCORE_PRECISION decimals so float noise between equally relevant rows (tiny IDFs
-    # in a small table, slightly different lengths) does not hide the recency tie-break.
-    rows = conn.execute(
-        f"SELECT {_COLUMNS}, f.rank FROM memories_fts AS f CROSS JOIN memories AS m ON m.id = f.rowid "
-        f"WHERE memories_fts MATCH ? AND m.profile = ? AND m.type IN ({_marks(types)}) "
-        f"AND m.min_trust IN ({_marks(readable)}) AND (? IS NULL OR m.session_id IS NOT ?) "
-        "AND (? IS NULL OR m.runtime_key = ?) "
-        "ORDER BY round(f.rank, ?), m.created_at DESC, m.id DESC LIMIT ?",
-        (
-            query,
-            profile,
-            *types,
-            *readable,
-            exclude_session,
-            exclude_session,
-            runtime_key,
-            runtime_key,
-            SCORE_PRECISION,
-            limit,
-        ),
-    )
-    return [MemoryHit(Memory.from_row(row), float(row["rank"])) for row in rows]
 
 
 class MemoriesRepo:
@@ -220,7 +135,7 @@ class MemoriesRepo:
 
         def run(conn: sqlite3.Connection) -> list[Memory]:
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories AS m WHERE m.profile = ? AND m.type IN ({_marks(chosen)}) "
+                f"SELECT {MEMORY_COLUMNS} FROM memories AS m WHERE m.profile = ? AND m.type IN ({_marks(chosen)}) "
                 f"AND m.min_trust IN ({_marks(readable)}) ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
                 (profile, *chosen, *readable, limit),
             )
@@ -239,28 +154,19 @@ class MemoriesRepo:
         types: Collection[MemoryType] = RETRIEVABLE_TYPES,
         runtime_key: str | None = None,
     ) -> list[MemoryHit]:
-        """The memories most relevant to ``text``: BM25 over the words, then newest first among equals.
+        """The memories most relevant to ``text``: BM25 over its words, then newest first among equals.
 
         Any text is safe (see ``ishiki_host.memory.text``); text without a word returns ``[]``. By default
         reminders are left out; ``exclude_session_id`` leaves out the current session's rows; ``runtime_key``
         keeps only one runtime's rows. ``limit`` is clamped to 1..``MAX_SEARCH``.
         """
-        query, chosen, readable = match_query(text), _types(types), _readable(trust)
-        if query is None or not chosen:
+        terms, chosen, readable = query_terms(text), _types(types), _readable(trust)
+        if not terms or not chosen:
             return []
-        limit = min(max(1, limit), MAX_SEARCH)
-        return await self._db.read(
-            lambda conn: _search(
-                conn,
-                query,
-                profile,
-                types=chosen,
-                readable=readable,
-                exclude_session=exclude_session_id,
-                runtime_key=runtime_key,
-                limit=limit,
-            )
+        where = SearchFilter(
+            profile, tuple(chosen), tuple(readable), exclude_session_id, runtime_key, min(max(1, limit), MAX_SEARCH)
         )
+        return await self._db.read(lambda conn: search(conn, terms, where))
 
     async def count(self, profile: str, *, types: Collection[MemoryType] | None = None) -> int:
         """How many memories a profile has (of ``types``, all by default), whatever their trust level."""
