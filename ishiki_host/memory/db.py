@@ -13,6 +13,7 @@ It never deletes or rewrites a file it refuses: the checks before WAL and migrat
 from __future__ import annotations
 
 import sqlite3
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -80,7 +81,8 @@ def connect(
         migrate(conn, path, migrations, application_id=APPLICATION_ID)
     except sqlite3.Error as exc:
         conn.close()
-        raise StoreError(f"{path}: cannot use the memory database ({exc}); {HINT}") from exc
+        hint = "another process holds it; try again" if "locked" in str(exc) else HINT
+        raise StoreError(f"{path}: cannot use the memory database ({exc}); {hint}") from exc
     except BaseException:
         conn.close()
         raise
@@ -104,7 +106,7 @@ def _refuse_foreign_header(path: Path) -> None:
 
 def _open(path: Path, vfs: str | None) -> sqlite3.Connection:
     """The raw connection: autocommit (we issue BEGIN ourselves), usable from the one worker thread at a time."""
-    target = f"file:{path}?vfs={vfs}" if vfs else str(path)
+    target = f"file:{urllib.parse.quote(str(path))}?vfs={urllib.parse.quote(vfs)}" if vfs else str(path)
     try:
         conn = sqlite3.connect(
             target,

@@ -10,6 +10,7 @@ and ``delete`` refuse a managed beat unless told otherwise. A spent one-time man
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, get_args
@@ -85,9 +86,9 @@ def _sync(
     existing = {beat.id: beat for beat in _select(conn, "1", ())}
     report = BeatSyncReport()
     for spec in specs:
-        old = existing.get(spec.id)
         if spec.id in keep:
             continue
+        old = existing.get(spec.id)
         if old is not None and not old.managed:
             report.conflicts.append(spec.id)
         elif old is None:
@@ -125,8 +126,8 @@ def _finish(conn: sqlite3.Connection, run_id: int, outcome: str, output: str | N
 
 
 def _unique_specs(specs: Sequence[BeatSpec]) -> None:
-    ids = [spec.validate().id for spec in specs]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    counts = Counter(spec.validate().id for spec in specs)
+    repeated = sorted(i for i, n in counts.items() if n > 1)
     if repeated:
         raise StoreError(f"beat ids must be unique; repeated: {', '.join(repeated)}")
 

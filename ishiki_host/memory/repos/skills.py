@@ -7,6 +7,7 @@ updates, removals). ``enabled`` is the database's own state and survives syncs o
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -100,11 +101,11 @@ class LearnedSkillsRepo:
 
     async def sync(self, files: Sequence[SkillFile]) -> SkillSyncReport:
         """Make the table equal to ``files`` (the whole current set) in one transaction."""
-        names = [f.name for f in files]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        counts = Counter(f.name for f in files)
+        duplicates = sorted(n for n, count in counts.items() if count > 1)
         if duplicates:
             raise StoreError(f"skill names must be unique; repeated: {', '.join(duplicates)}")
-        if any(not n for n in names):
+        if "" in counts:
             raise StoreError("a skill needs a name")
         now = self._clock.now()
         return await self._db.write(lambda conn: _sync(conn, files, now))
