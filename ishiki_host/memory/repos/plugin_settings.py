@@ -1,0 +1,121 @@
+"""Enabled state per tool, channel or extension, read live (a change applies on the next turn).
+
+A row with ``profile = None`` is the global setting; a profile's own row overrides it; with neither, the
+caller's default applies (plugins are on unless someone turned them off).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, get_args
+
+from ishiki_host.errors import StoreError
+
+if TYPE_CHECKING:
+    from ishiki_host.core.clock import Clock
+    from ishiki_host.memory.db import Database
+
+__all__ = ["PLUGIN_KINDS", "PluginKind", "PluginSetting", "PluginSettingsRepo"]
+
+PluginKind = Literal["tool", "channel", "extension"]
+PLUGIN_KINDS: tuple[PluginKind, ...] = get_args(PluginKind)
+_COLUMNS = "profile, kind, name, enabled, updated_at"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSetting:
+    """One stored setting; ``profile`` ``None`` is the global one."""
+
+    profile: str | None
+    kind: PluginKind
+    name: str
+    enabled: bool
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> PluginSetting:
+        """Build from a row selected with the repository's column list."""
+        return cls(row[0], row[1], row[2], bool(row[3]), row[4])
+
+
+def _check(kind: str, name: str, profile: str | None) -> None:
+    if kind not in PLUGIN_KINDS:
+        raise StoreError(f"plugin kind {kind!r} is not one of {', '.join(PLUGIN_KINDS)}")
+    if not name:
+        raise StoreError(f"a {kind} setting needs a name")
+    if profile == "":
+        raise StoreError("profile must be a profile id, or None for the global setting")
+
+
+def _effective(conn: sqlite3.Connection, profile: str | None, kind: str) -> dict[str, bool]:
+    """name → enabled for every plugin of ``kind`` with a setting; the profile's row wins over the global."""
+    rows = conn.execute(
+        "SELECT name, enabled FROM plugin_settings WHERE kind = ? AND (profile IS NULL OR profile IS ?) "
+        "ORDER BY profile IS NOT NULL",
+        (kind, profile),
+    )
+    return {row[0]: bool(row[1]) for row in rows}
+
+
+class PluginSettingsRepo:
+    """The ``plugin_settings`` table."""
+
+    def __init__(self, db: Database, clock: Clock):
+        self._db = db
+        self._clock = clock
+
+    async def set(self, kind: PluginKind, name: str, enabled: bool, *, profile: str | None = None) -> PluginSetting:
+        """Turn a plugin on or off, for one profile or (``profile=None``) for all."""
+        _check(kind, name, profile)
+        now = self._clock.now()
+
+        def run(conn: sqlite3.Connection) -> PluginSetting:
+            conn.execute(
+                "INSERT INTO plugin_settings (profile, kind, name, enabled, updated_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (ifnull(profile, ''), kind, name) DO UPDATE SET enabled = excluded.enabled, "
+                "updated_at = excluded.updated_at",
+                (profile, kind, name, int(enabled), now),
+            )
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM plugin_settings WHERE profile IS ? AND kind = ? AND name = ?",
+                (profile, kind, name),
+            ).fetchone()
+            return PluginSetting.from_row(row)
+
+        return await self._db.write(run)
+
+    async def unset(self, kind: PluginKind, name: str, *, profile: str | None = None) -> bool:
+        """Remove a setting so the next level (global, then the default) applies; whether there was one."""
+        _check(kind, name, profile)
+        return await self._db.write(
+            lambda conn: (
+                conn.execute(
+                    "DELETE FROM plugin_settings WHERE profile IS ? AND kind = ? AND name = ?", (profile, kind, name)
+                ).rowcount
+                > 0
+            )
+        )
+
+    async def is_enabled(self, kind: PluginKind, name: str, *, profile: str | None, default: bool = True) -> bool:
+        """The effective state: the profile's setting, else the global one, else ``default``."""
+        _check(kind, name, profile)
+        return (await self.effective(kind, profile=profile)).get(name, default)
+
+    async def effective(self, kind: PluginKind, *, profile: str | None) -> dict[str, bool]:
+        """Effective state of every plugin of ``kind`` that has a setting (one query, for per-turn use)."""
+        _check(kind, "*", profile)
+        return await self._db.read(lambda conn: _effective(conn, profile, kind))
+
+    async def all(self, *, profile: str | None = None, kind: PluginKind | None = None) -> list[PluginSetting]:
+        """The stored rows (the global ones, plus the profile's when given), filtered by ``kind``."""
+
+        def run(conn: sqlite3.Connection) -> list[PluginSetting]:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM plugin_settings WHERE (profile IS NULL OR profile IS ?) "
+                "AND (? IS NULL OR kind = ?) ORDER BY kind, name, profile IS NOT NULL",
+                (profile, kind, kind),
+            )
+            return [PluginSetting.from_row(row) for row in rows]
+
+        return await self._db.read(run)
