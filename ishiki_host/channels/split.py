@@ -123,24 +123,18 @@ class _Splitter:
         pos, reopen = 0, None
         while True:
             head = reopen.opener + "\n" if reopen else ""
-            if self.fits(head, pos, len(self.text)):
+            # Galloping from ``pos`` keeps each step proportional to one part, never to the rest of the text.
+            high = self.max_fit(head, pos)
+            if high >= len(self.text):
                 last = head + self.text[pos:]
                 if last.strip():
                     parts.append(last)
                 return parts
-            part, pos, reopen = self.cut(head, pos)
+            if high <= pos:
+                raise ValueError(f"limit {self.limit} is too small to hold any text after {head!r}")
+            part, pos, reopen = self.best_break(head, pos, high) or self.hard_cut(head, pos, high)
             if part.strip():
                 parts.append(part)
-
-    def cut(self, head: str, pos: int) -> tuple[str, int, _Fence | None]:
-        """The next part starting at ``pos``: (its text, where the next part starts, the fence it reopens)."""
-        high = self.max_fit(head, pos)
-        if high <= pos:
-            raise ValueError(f"limit {self.limit} is too small to hold any text after {head!r}")
-        best = self.best_break(head, pos, high)
-        if best is not None:
-            return best
-        return self.hard_cut(head, pos, high)
 
     def best_break(self, head: str, pos: int, high: int) -> tuple[str, int, _Fence | None] | None:
         found: tuple[int, int] | None = None  # (priority, cut)
@@ -177,22 +171,29 @@ class _Splitter:
         return None
 
     def hard_cut(self, head: str, pos: int, high: int) -> tuple[str, int, _Fence | None]:
+        """A cut inside a word (or a code line); inside a too-long fence the part is closed and reopened."""
         fence = self.fence_at(high)
-        inside_big = fence is not None and id(fence) in self.big
-        if fence is not None and not inside_big and fence.start > pos:
-            return head + self.text[pos : fence.start], fence.start, None
-        tail = "\n" + fence.marker if fence is not None and inside_big else ""
-        cut = high
-        while cut > pos and not self.fits(head, pos, cut, tail):
+        if fence is None:
+            cut = self.cluster_cut(pos, high)
+            return head + self.text[pos:cut], cut, None
+        floor, tail = max(pos, fence.body), "\n" + fence.marker
+        # Leave at least the last code character for the next part, so it is never an empty block.
+        cut = min(high, fence.close_line - 2)
+        while cut > floor and not self.fits(head, pos, cut, tail):
             cut -= 1
+        if id(fence) in self.big and cut > floor:
+            cut = self.cluster_cut(floor, cut)
+            return head + self.text[pos:cut] + tail, cut, fence
+        if fence.start > pos:
+            return head + self.text[pos : fence.start], fence.start, None
+        raise ValueError(f"limit {self.limit} is too small to hold {fence.opener!r}, a closing fence and any text")
+
+    def cluster_cut(self, floor: int, cut: int) -> int:
+        """The nearest cut at or before ``cut`` (and after ``floor``) that keeps grapheme clusters whole."""
         safe = cut
-        while safe > pos + 1 and not _cluster_boundary(self.text, safe):
+        while safe > floor + 1 and not _cluster_boundary(self.text, safe):
             safe -= 1
-        if safe > pos and _cluster_boundary(self.text, safe):
-            cut = safe
-        if cut <= pos:
-            raise ValueError(f"limit {self.limit} is too small to hold a fence and any text")
-        return head + self.text[pos:cut] + tail, cut, fence if tail else None
+        return safe if _cluster_boundary(self.text, safe) else cut
 
 
 def split_message(text: str, limit: int, *, measure: Measure = len) -> list[str]:

@@ -28,30 +28,46 @@ def unclosed_fence(part: str) -> str | None:
     return open_marker
 
 
-def assert_covers(text: str, parts: list[str]) -> None:
-    """Parts, minus fence markers added at cuts, are the text in order with only whitespace between them."""
-    cursor = 0
-    for part in parts:
-        candidates = [part]
-        first, _, after = part.partition("\n")
-        reopened = FENCE_LINE.match(first) is not None
-        closed = re.search(r"\n?(`{3,}|~{3,})\Z", part)
-        if reopened:
-            candidates.append(after)
-        if closed:
-            candidates.append(part[: closed.start()] + ("\n" if closed.group().startswith("\n") else ""))
-            candidates.append(part[: closed.start()])
+def _readings(part: str) -> list[tuple[str, bool, bool]]:
+    """Ways to read a part as source text: (core, a reopening line was added, a closing fence was added)."""
+    readings = [(part, False, False)]
+    first, _, after = part.partition("\n")
+    reopened = FENCE_LINE.match(first) is not None
+    closed = re.search(r"\n(`{3,}|~{3,})\Z", part)
+    if reopened:
+        readings.append((after, True, False))
+    if closed:
+        # A closer added after a cut at a line start keeps that line's newline; after a hard cut it does not.
+        for core in (part[: closed.start() + 1], part[: closed.start()]):
+            readings.append((core, False, True))
             if reopened:
-                body = part[: closed.start()].partition("\n")[2]
-                candidates += [body + "\n", body]
-        for core in candidates:
-            at = text.find(core, cursor) if core else -1
-            if at >= 0 and not text[cursor:at].strip():
-                cursor = at + len(core)
-                break
-        else:
-            raise AssertionError(f"part not found in order after {cursor}: {part!r}")
-    assert not text[cursor:].strip()
+                readings.append((core.partition("\n")[2], True, True))
+    return readings
+
+
+def assert_covers(text: str, parts: list[str]) -> None:
+    """Parts, minus fence lines added at cuts, are the text in order with only whitespace between them.
+
+    A reopening line is added exactly after an added closing fence, with nothing dropped between the two.
+    """
+    seen: set[tuple[int, int, bool]] = set()
+
+    def match(index: int, cursor: int, reopen: bool) -> bool:
+        if (index, cursor, reopen) in seen:
+            return False
+        seen.add((index, cursor, reopen))
+        if index == len(parts):
+            return not reopen and not text[cursor:].strip()
+        for core, opened, closed in _readings(parts[index]):
+            if opened != reopen or not core:
+                continue
+            at = text.find(core, cursor)
+            gap = text[cursor:at]
+            if at >= 0 and (not gap if reopen else not gap.strip()) and match(index + 1, at + len(core), closed):
+                return True
+        return False
+
+    assert match(0, 0, False), parts
 
 
 word = st.text(alphabet="abcdefghij", min_size=1, max_size=12) | st.sampled_from(

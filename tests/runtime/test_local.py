@@ -149,3 +149,18 @@ def test_a_file_swapped_after_the_check_is_refused(home: Path) -> None:
     link.symlink_to(target)
     with pytest.raises(ResourceError, match="changed into a symlink"):
         _read_checked(str(link), os.stat(target), 1000, "local://link")
+
+
+@pytest.mark.anyio
+async def test_the_hosts_own_state_is_hidden(center: ResourceCenter, home: Path) -> None:
+    (home / "facts.jsonl").write_text('{"id": 1}\n')
+    (home / "facts.jsonl.1").write_text("")
+    (home / "facts.lock").write_text("")
+    (home / "notes" / ".tmp-abc").write_text("partial")
+    (home / "alias").symlink_to(home / "facts.jsonl")
+    assert (await center.read("local://")).text == "alias\nnotes/"
+    assert (await center.read("local://notes")).text == "today.md"
+    for url in ("local://facts.jsonl", "local://facts.jsonl.1", "local://facts.lock", "local://alias"):
+        with pytest.raises(ResourceError, match="does not exist") as caught:
+            await center.read(url)
+        assert caught.value.code == "not_found"

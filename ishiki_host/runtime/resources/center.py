@@ -4,6 +4,7 @@ A handler is registered for a scheme and gets every URL of that scheme, parsed (
 asked for; it answers with a ``Resource`` (bytes or text, plus what it knows about them). The center does the
 rest the same way for every scheme: the shared strict URL parse, the ``meta`` view, text-versus-binary
 detection (binary content is described, never shown), size limits and paging (``paging.page_lines``).
+The query parameter ``view`` belongs to the center (``?view=meta``); a handler finds it in ``request.view``.
 
 Errors are ``ResourceError(code, message)`` with stable codes: ``invalid_resource_uri``, ``invalid_scheme``,
 ``duplicate_scheme``, ``unknown_scheme``, ``unknown_view``, ``not_found``, ``too_large``, ``invalid_selector``,
@@ -234,7 +235,7 @@ class ResourceCenter:
 
     async def read(
         self,
-        url: str,
+        url: str | ResourceURL,
         *,
         lines: str | int | None = None,
         offset: int | None = None,
@@ -242,7 +243,7 @@ class ResourceCenter:
         view: str | None = None,
     ) -> ReadResult:
         """Read one page of ``url`` (``lines``, or a ``#L10-L20`` fragment, select; ``offset``/``column`` continue)."""
-        parsed = parse_resource_url(url)
+        parsed = url if isinstance(url, ResourceURL) else parse_resource_url(url)
         selector = _selector(parsed, lines)
         _positive("offset", offset)
         _positive("column", column)
@@ -259,7 +260,7 @@ class ResourceCenter:
             return ReadResult(shown, media_type, binary=True, **common)
         return ReadResult(shown, media_type, page=self._page(text, selector, offset, column), **common)
 
-    async def read_bytes(self, url: str, *, max_bytes: int | None = None) -> Blob:
+    async def read_bytes(self, url: str | ResourceURL, *, max_bytes: int | None = None) -> Blob:
         """The bytes of ``url`` (text is UTF-8 encoded), at most ``max_bytes`` (default: the center's limit)."""
         limit = self.max_bytes if max_bytes is None else max_bytes
         resource = await self.resolve(url, max_bytes=limit)

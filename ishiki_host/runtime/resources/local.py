@@ -8,6 +8,10 @@ served (a FIFO or a device could block or never end). The file is opened without
 and must be the very file that was checked (same device and inode), so swapping a symlink in between does
 not lead outside.
 
+The host's own state in the home is hidden: names matching ``hidden`` (by default the fact log, lock files and
+temporary files) are neither listed nor read, even through a symlink, and look missing (``not_found``): a turn
+of any trust level can call ``read``, and the fact log holds what other turns saw.
+
 Hard links are not detected: a hard link looks like any file, and the runtime home is written only by the
 host (assets, artifacts, the fact log). Confining a directory other tools write into is the workspace
 extension's job, which refuses links there.
@@ -16,8 +20,10 @@ extension's job, which refuses links there.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
@@ -26,8 +32,9 @@ from ishiki_host.errors import ResourceError
 from ishiki_host.runtime.resources.center import Resource, ResourceRequest
 from ishiki_host.runtime.resources.sniff import guess_media_type
 
-__all__ = ["LocalFiles"]
+__all__ = ["DEFAULT_HIDDEN", "LocalFiles"]
 
+DEFAULT_HIDDEN = ("facts.jsonl*", "*.lock", ".tmp-*")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -36,12 +43,16 @@ def _inside(path: str, root: str) -> bool:
 
 
 class LocalFiles:
-    """The ``local://`` handler of one runtime, confined to ``home``."""
+    """The ``local://`` handler of one runtime, confined to ``home``; ``hidden`` are glob patterns of names."""
 
     views: tuple[str, ...] = ()
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, *, hidden: Iterable[str] = DEFAULT_HIDDEN):
         self.home = Path(home)
+        self.hidden = tuple(hidden)
+
+    def _is_hidden(self, parts: Iterable[str]) -> bool:
+        return any(fnmatch.fnmatchcase(part, pattern) for part in parts for pattern in self.hidden)
 
     async def read(self, request: ResourceRequest) -> Resource:
         """Serve a file (bytes), a directory (a listing) or, for ``meta``, their description."""
@@ -55,7 +66,8 @@ class LocalFiles:
             meta = {"kind": "directory", "modified": info.st_mtime}
             if not request.wants_content:
                 return Resource(media_type="inode/directory", name=name, meta=meta)
-            return Resource(text=_listing(path), media_type="inode/directory", name=name, meta=meta)
+            listing = "\n".join(entry for entry in _listing(path) if not self._is_hidden([entry.rstrip("/")]))
+            return Resource(text=listing, media_type="inode/directory", name=name, meta=meta)
         meta = {"kind": "file", "modified": info.st_mtime}
         if not request.wants_content:
             return Resource(media_type=guess_media_type(name), size=info.st_size, name=name, meta=meta)
@@ -68,6 +80,8 @@ class LocalFiles:
         target = os.path.realpath(os.path.join(root, *segments))
         if not _inside(target, root):
             raise ResourceError("invalid_resource_uri", f"{shown} leads outside the runtime home (a symlink)")
+        if self._is_hidden(segments) or self._is_hidden(os.path.relpath(target, root).split(os.sep)):
+            raise ResourceError("not_found", f"{shown} does not exist")
         try:
             info = os.stat(target)
         except FileNotFoundError:
@@ -98,10 +112,6 @@ def _read_checked(path: str, expected: os.stat_result, limit: int, shown: str) -
     return data
 
 
-def _listing(path: str) -> str:
-    entries = []
+def _listing(path: str) -> list[str]:
     with os.scandir(path) as scan:
-        for entry in scan:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            entries.append(entry.name + ("/" if is_dir else ""))
-    return "\n".join(sorted(entries))
+        return sorted(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else "") for entry in scan)
