@@ -24,6 +24,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         │   ├── ToolConflictError       two tools of one turn share a name
         │   └── ToolNotAllowed          the turn's trust level is below the tool's
         ├── ChannelError                a channel failed to start, send or receive
+        │   └── EventInvalid            a shaped inbound event breaks its contract (also a ValueError)
         ├── FactLogError                the fact log cannot be opened or written
         │   └── FactLogLocked           another process holds the log
         ├── ResourceError               a resource URL cannot be read (``code``)
@@ -45,6 +46,7 @@ __all__ = [
     "ContextLengthExceeded",
     "EngineError",
     "EngineStateInvalid",
+    "EventInvalid",
     "FactLogError",
     "FactLogLocked",
     "HostConfigInvalid",
@@ -213,6 +215,13 @@ class ToolNotAllowed(ToolError):
 
 class ChannelError(RunError):
     """A channel failed to start, receive or send."""
+
+
+class EventInvalid(ChannelError, ValueError):
+    """A channel shaped an inbound event that breaks its contract (a bad channel id, a missing sender...).
+
+    Also raised when a stored event (a fact-log ``data.source``) cannot be read back.
+    """
 
 
 class FactLogError(RunError):

@@ -7,7 +7,15 @@ import inspect
 
 import pytest
 
-PUBLIC_MODULES = ["ishiki_host", "ishiki_host.core", "ishiki_host.errors"]
+PUBLIC_MODULES = [
+    "ishiki_host",
+    "ishiki_host.channels",
+    "ishiki_host.core",
+    "ishiki_host.errors",
+    "ishiki_host.runtime",
+    "ishiki_host.runtime.resources",
+    "ishiki_host.tools",
+]
 
 
 def _exported_candidates(module: object) -> set[str]:

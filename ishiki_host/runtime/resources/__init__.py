@@ -1,0 +1,93 @@
+"""The resource center: one ``read`` over every scheme a runtime knows.
+
+Each runtime owns a ``ResourceCenter``. The built-in schemes are ``asset://`` (captured inbound media),
+``artifact://`` (archived large tool outputs) and ``local://`` (files under the runtime home);
+extensions register more (``workspace://``, ``skill://``, ``mcp://``) with ``center.register(scheme, handler)``,
+parsing nothing themselves: a handler gets a ``ResourceRequest`` holding the strictly parsed ``ResourceURL``.
+``create_runtime_resources(home)`` builds a center with the built-ins registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ishiki_host.runtime.resources.artifacts import ArchivedOutput, ArtifactStore
+from ishiki_host.runtime.resources.assets import AssetFetcher, AssetFetchers, AssetStore, ByteSource
+from ishiki_host.runtime.resources.center import (
+    Blob,
+    ReadResult,
+    Resource,
+    ResourceCenter,
+    ResourceRequest,
+    SchemeHandler,
+)
+from ishiki_host.runtime.resources.local import LocalFiles
+from ishiki_host.runtime.resources.paging import (
+    LineSelector,
+    Page,
+    page_lines,
+    parse_line_fragment,
+    parse_line_selector,
+    split_lines,
+)
+from ishiki_host.runtime.resources.urls import ResourceURL, format_resource_url, parse_resource_url
+
+if TYPE_CHECKING:
+    from ishiki_host.core.clock import Clock
+
+__all__ = [
+    "ArchivedOutput",
+    "ArtifactStore",
+    "AssetFetcher",
+    "AssetFetchers",
+    "AssetStore",
+    "Blob",
+    "ByteSource",
+    "LineSelector",
+    "LocalFiles",
+    "Page",
+    "ReadResult",
+    "Resource",
+    "ResourceCenter",
+    "ResourceRequest",
+    "ResourceURL",
+    "RuntimeResources",
+    "SchemeHandler",
+    "create_runtime_resources",
+    "format_resource_url",
+    "page_lines",
+    "parse_line_fragment",
+    "parse_line_selector",
+    "parse_resource_url",
+    "split_lines",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeResources:
+    """A runtime's resource center and its built-in stores (channels capture into ``assets``)."""
+
+    center: ResourceCenter
+    assets: AssetStore
+    artifacts: ArtifactStore
+    local: LocalFiles
+
+
+def create_runtime_resources(
+    home: Path, *, clock: Clock | None = None, fetchers: AssetFetchers | None = None
+) -> RuntimeResources:
+    """A center for the runtime whose home is ``home``, serving ``asset``, ``artifact`` and ``local``.
+
+    ``fetchers`` is the host's shared registry of lazy-asset fetchers. Nothing is created on disk until
+    something is captured or archived.
+    """
+    center = ResourceCenter()
+    assets = AssetStore(Path(home, "assets"), fetchers=fetchers, clock=clock)
+    artifacts = ArtifactStore(Path(home, "artifacts"), clock=clock)
+    local = LocalFiles(Path(home))
+    center.register("asset", assets, owner="the host")
+    center.register("artifact", artifacts, owner="the host")
+    center.register("local", local, owner="the host")
+    return RuntimeResources(center, assets, artifacts, local)
