@@ -1,0 +1,167 @@
+"""The contract between the host and a channel connection.
+
+A channel plugin (entry-point group ``ishiki.channel``) is a class whose ``create(ctx, account)`` makes one
+``ChannelConnection`` per account configured in ``ishiki.yaml``. The host runs each connection in its own task
+(``await tg.start(conn.run)``), restarts it with back-off when it crashes, and talks to it only through this
+contract. A connection talks back only through its ``ChannelHost``.
+
+Inbound: the connection shapes platform input into an ``IshikiEvent`` and awaits ``host.dispatch(event)``,
+which returns once the event is durable in the owning runtime's fact log (or known to have no owner). A channel
+that must confirm input to its platform (Telegram offsets) confirms only after that.
+
+Outbound: the host calls ``send`` with one chat message's text; the connection splits it to its own limit
+(``ishiki_host.channels.split.split_message``), renders it for the platform and returns the ids it sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import logging
+    from pathlib import Path
+
+    from anyio.abc import TaskStatus
+
+    from ishiki_host.core.clock import Clock
+    from ishiki_host.runtime.events import IshikiEvent
+    from ishiki_host.runtime.resources import AssetFetchers, Blob
+
+__all__ = ["ChannelConnection", "ChannelHost", "Delivery", "InboundAttachment", "OutboundFile", "SendResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """What one ``send`` delivered: the platform ids of the parts sent, in order.
+
+    When a later part fails, ``error`` says why and ``ids`` holds the parts that did go out, so the model is
+    told exactly what the person saw.
+    """
+
+    ids: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Every part went out."""
+        return self.error is None
+
+
+@runtime_checkable
+class Delivery(Protocol):
+    """The receipt of ``ChannelHost.dispatch``."""
+
+    @property
+    def routed(self) -> bool:
+        """Whether a profile owns the event's channel (False: recorded nowhere, by design)."""
+        ...
+
+    @property
+    def runtime_key(self) -> str | None:
+        """The key of the runtime that took the event."""
+        ...
+
+    @property
+    def entry_id(self) -> int | None:
+        """The fact-log id of the durable entry (``None`` when not routed)."""
+        ...
+
+    async def settled(self) -> None:
+        """Wait until the runtime has no running or queued turn (the console reads its next line after this)."""
+        ...
+
+
+@runtime_checkable
+class ChannelHost(Protocol):
+    """What the host offers a channel connection."""
+
+    @property
+    def clock(self) -> Clock:
+        """The host's clock (back-off, timestamps)."""
+        ...
+
+    @property
+    def state_dir(self) -> Path:
+        """A directory the connection owns for its own state (e.g. a confirmed update offset)."""
+        ...
+
+    @property
+    def fetchers(self) -> AssetFetchers:
+        """Where the connection registers lazy fetchers for the attachments it captures."""
+        ...
+
+    @property
+    def logger(self) -> logging.Logger:
+        """The connection's logger."""
+        ...
+
+    async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> Delivery:
+        """Route ``event`` to its runtime; returns once it is durable there (or known to have no owner).
+
+        ``attachments`` are captured into the owning runtime's resource center first; the event recorded
+        carries their ``asset://`` URLs (any attachments already on ``event`` are kept as they are).
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class InboundAttachment:
+    """Media that came with an inbound message, to be captured as an ``asset://`` resource.
+
+    Either ``data`` holds the bytes, or ``fetcher`` names a fetcher the channel registered in
+    ``ChannelHost.fetchers`` and ``locator`` says what to fetch (no credentials in it): the bytes are then
+    downloaded on first read only.
+    """
+
+    media_type: str
+    name: str | None = None
+    size: int | None = None
+    data: bytes | None = None
+    fetcher: str | None = None
+    locator: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundFile:
+    """A file to send, already read from a resource URL."""
+
+    blob: Blob
+    caption: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ChannelConnection(Protocol):
+    """One account's live connection to a platform."""
+
+    @property
+    def platform(self) -> str:
+        """The platform name, e.g. ``telegram``; with ``self_id`` it forms the sid ``platform:selfId``."""
+        ...
+
+    @property
+    def self_id(self) -> str:
+        """This account's id on the platform; known once ``run`` has reported readiness."""
+        ...
+
+    async def run(self, *, task_status: TaskStatus[None]) -> None:
+        """Connect, report readiness with ``task_status.started()``, then receive until cancelled.
+
+        Raise ``ChannelError`` for a fatal problem (a wrong token): the host reports it and keeps serving
+        the other channels.
+        """
+        ...
+
+    async def send(self, channel_id: str, text: str, *, reply_to: str | None = None) -> SendResult:
+        """Send one chat message (split to the platform's limit); the first part replies to ``reply_to``."""
+        ...
+
+    async def send_typing(self, channel_id: str) -> None:
+        """Show a typing indicator for a few seconds (the host repeats it while a turn runs)."""
+        ...
+
+    async def send_files(self, channel_id: str, files: Sequence[OutboundFile]) -> SendResult:
+        """Send files (photos, documents) read from resource URLs."""
+        ...
