@@ -173,22 +173,30 @@ class Agent:
         return delivery
 
     async def continue_(
-        self, prompt: str | None = None, *, priority: Priority = "interactive", reason: str | None = None
+        self,
+        prompt: str | None = None,
+        *,
+        priority: Priority = "interactive",
+        reason: str | None = None,
+        info: Mapping[str, Any] | None = None,
     ) -> TurnHandle:
         """Queue a turn; returns its handle (``handle.number`` now, ``await handle`` for the outcome).
 
         A string ``prompt`` is appended at the turn's start as a user message marked ``wake``; a blank one
         becomes "Continue.". ``None`` appends nothing, and joins the last queued turn if there is one (it will
-        see everything appended before it starts). ``reason`` is recorded in ``turn.start``'s triggers.
+        see everything appended before it starts). ``reason`` and ``info`` (JSON-able) are recorded as this
+        call's trigger in ``turn.start`` and in ``Turn.triggers``, where ``setup`` can read them.
         """
         if prompt is not None and not prompt.strip():
             prompt = _BLANK_PROMPT
-        trigger: dict[str, Any] = {"by": "continue"}
+        trigger: dict[str, Any] = {"by": "continue", **(info or {})}
         if reason:
             trigger["reason"] = reason
         return await self._enqueue(prompt, priority, trigger)
 
     async def _retrigger(self, deliveries: list[Delivery]) -> None:
+        if self._state != "ready":
+            return  # stopping: the owner re-decides these after a restart (they are in the log)
         for delivery in deliveries:
             if delivery.entry is not None:
                 await self._enqueue(None, "interactive", {"by": "message", "entry": delivery.entry.id})
@@ -212,10 +220,14 @@ class Agent:
 
     def abort(self, reason: str = "aborted") -> bool:
         """End the running turn as ``turn.aborted`` with ``reason``; returns whether a turn was aborted."""
+        return self._abort(reason, resume=False)
+
+    def _abort(self, reason: str, *, resume: bool) -> bool:
         running = self._current
         if running is None or running.finalizing:
             return False
         running.abort_reason = reason
+        running.resume = resume
         running.scope.cancel()
         return True
 
@@ -231,7 +243,11 @@ class Agent:
             await self._changed.wait()
 
     async def stop(self, reason: str = "shutdown") -> None:
-        """Abort the running turn, drop the queued ones and make ``run`` return. Idempotent."""
+        """Abort the running turn, drop the queued ones and make ``run`` return. Idempotent.
+
+        The aborted turn is marked ``resume`` in the log: the next start reports it in ``recovered`` like a
+        crash, so its unanswered messages are decided again. Call ``wait_idle()`` first to let turns finish.
+        """
         if self._state == "new":
             self._state = "stopped"
             self._stopped.set()
@@ -239,7 +255,7 @@ class Agent:
         if self._state != "stopped":
             self._state = "stopping"
             self._stop_reason = reason
-            self.abort(reason)
+            self._abort(reason, resume=True)
             self._notify()
         await self._stopped.wait()
 

@@ -4,6 +4,7 @@ The host may die anywhere. What it leaves is always a prefix of a well-formed lo
 set aside when the log opens), so two things can be missing, both at the end: results of tool calls the
 model made, and the end of the turn that was running. Recovery appends them, so every tool call in the log
 is followed by its result and every turn ends, and reports the inbound messages that turn left unanswered.
+A turn the host aborted while stopping (``turn.aborted`` marked ``resume``) is reported the same way.
 Reading is O(entries since the last turn that ended normally).
 """
 
@@ -53,7 +54,10 @@ def _scan(newest_first: Iterator[Entry]) -> _Scan:
 
 
 def _ends_turn_normally(entry: Entry) -> bool:
-    return entry.type == "event" and entry.name in TURN_END_EVENTS and entry.data.get("reason") != "crash"
+    """A turn end after which nothing is left to re-decide (not a crash, not a stopping host)."""
+    if entry.type != "event" or entry.name not in TURN_END_EVENTS:
+        return False
+    return entry.data.get("reason") != "crash" and not entry.data.get("resume")
 
 
 async def recover(log: FactLog) -> Recovery:
@@ -68,22 +72,35 @@ async def recover(log: FactLog) -> Recovery:
     if open_turn is not None:
         repaired.append(await log.append("event", {"name": "turn.aborted", "reason": "crash"}, turn=open_turn))
     await log.sync()
-    if not repaired:
-        return Recovery(last_turn=scan.last_turn)
-    logger.warning(
-        "fact log %s: repaired after a crash: turn %s aborted, %d tool call(s) answered as interrupted",
-        log.path,
-        open_turn,
-        len(orphans),
+    if repaired:
+        logger.warning(
+            "fact log %s: repaired after a crash: turn %s aborted, %d tool call(s) answered as interrupted",
+            log.path,
+            open_turn,
+            len(orphans),
+        )
+    interrupted = open_turn if open_turn is not None else _stopped_turn(scan.region)
+    if interrupted is None:
+        return Recovery(repaired=tuple(repaired), last_turn=scan.last_turn)
+    return Recovery(
+        aborted_turn=interrupted,
+        crashed=open_turn is not None,
+        repaired=tuple(repaired),
+        unanswered=tuple(e for e in scan.region if _is_inbound(e)),
+        last_turn=scan.last_turn,
     )
-    unanswered = tuple(e for e in scan.region if _is_inbound(e)) if open_turn is not None else ()
-    return Recovery(aborted_turn=open_turn, repaired=tuple(repaired), unanswered=unanswered, last_turn=scan.last_turn)
 
 
 def _open_turn(region: list[Entry]) -> int | None:
     ended = {e.turn for e in region if e.type == "event" and e.name in TURN_END_EVENTS}
     starts = [e.turn for e in region if e.type == "event" and e.name == "turn.start" and e.turn is not None]
     return starts[-1] if starts and starts[-1] not in ended else None
+
+
+def _stopped_turn(region: list[Entry]) -> int | None:
+    """The last turn of the region if the host stopped it (``turn.aborted`` marked ``resume``)."""
+    ends = [e for e in region if e.type == "event" and e.name in TURN_END_EVENTS]
+    return ends[-1].turn if ends and ends[-1].data.get("resume") else None
 
 
 def _orphan_calls(region: list[Entry]) -> list[tuple[ToolCall, int | None]]:

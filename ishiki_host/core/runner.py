@@ -63,6 +63,7 @@ class Running:
     handle: TurnHandle
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     abort_reason: str | None = None
+    resume: bool = False  # aborted because the host stops: the next start re-decides its messages
     finalizing: bool = False
     pending_calls: list[tuple[ToolCall, Step]] = field(default_factory=list)
     unannounced: list[Entry] = field(default_factory=list)
@@ -110,6 +111,7 @@ class TurnRunner:
         except Exception as exc:
             outcome = self._failed(running, exc)
         except anyio.get_cancelled_exc_class():
+            running.resume = True
             await self._finish(running, self._aborted(running, running.abort_reason or "shutdown"))
             raise
         if outcome is None:
@@ -279,7 +281,10 @@ class TurnRunner:
         running.pending_calls = []
         await self._announce(running)
         await self._flush_held(running)
-        await self._log.append("event", _end_data(outcome), turn=number)
+        end = _end_data(outcome)
+        if outcome.status == "aborted" and running.resume:
+            end["resume"] = True
+        await self._log.append("event", end, turn=number)
         await self._log.sync()
 
     async def _leave(self, running: Running) -> list[Delivery]:

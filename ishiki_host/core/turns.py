@@ -220,15 +220,18 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Recovery:
-    """What the agent repaired when it loaded its log, before the first turn.
+    """What the agent found and repaired when it loaded its log, before the first turn.
 
-    ``aborted_turn`` is the turn the host died in (``None`` after a clean stop); ``repaired`` are the entries
-    written to close it (error results for tool calls that had none, then ``turn.aborted`` with reason
-    ``crash``); ``unanswered`` are the inbound user messages since the last turn that ended normally, for
-    which the owner re-runs its wake decision. ``last_turn`` is the highest turn number in the log.
+    ``aborted_turn`` is the turn the host left unfinished: it died in it (``crashed``; closed now) or it
+    stopped during it (closed then, ``turn.aborted`` marked ``resume``); ``None`` when the last turn ended on
+    its own. ``repaired`` are the entries written now (error results for tool calls that had none, then
+    ``turn.aborted`` with reason ``crash``). ``unanswered`` are the inbound user messages since the last turn
+    that ended on its own, for which the owner re-runs its wake decision (empty when ``aborted_turn`` is
+    ``None``). ``last_turn`` is the highest turn number in the log.
     """
 
     aborted_turn: int | None = None
+    crashed: bool = False
     repaired: tuple[Entry, ...] = ()
     unanswered: tuple[Entry, ...] = ()
     last_turn: int = 0

@@ -161,12 +161,13 @@ async def test_a_tool_that_overruns_its_deadline_is_stopped(log, make_agent, fak
 
 
 @pytest.mark.anyio
-async def test_a_handler_timeout_error_is_not_mistaken_for_the_deadline(log, make_agent) -> None:  # type: ignore[no-untyped-def]
+async def test_a_handler_timeout_error_is_not_mistaken_for_the_deadline(log, make_agent, fake_clock) -> None:  # type: ignore[no-untyped-def]
     async def slow_upstream(arguments: Mapping[str, Any], context: ToolContext) -> str:
         raise TimeoutError("upstream took too long")
 
     await one_call(make_agent, tool_call("up", {}), [Tool("up", "", slow_upstream)], tool_timeout=30)
     assert results(log)[0].text == "TimeoutError: upstream took too long"
+    assert fake_clock.sleepers == 0  # the deadline of the finished call is gone
 
 
 @pytest.mark.anyio

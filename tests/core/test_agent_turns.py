@@ -124,7 +124,7 @@ async def test_continue_without_prompt_appends_nothing_and_joins_a_queued_turn(l
     async with running(agent):
         first = await agent.continue_(None)
         await gate.entered.wait()
-        second = await agent.continue_(None, priority="background", reason="timer")
+        second = await agent.continue_(None, priority="background", reason="timer", info={"beat": 3})
         third = await agent.continue_(None, reason="wakeup")
         assert second is third
         assert second.priority == "interactive"
@@ -135,7 +135,10 @@ async def test_continue_without_prompt_appends_nothing_and_joins_a_queued_turn(l
     assert second.number == 2
     assert [e.type for e in log.iter_forward()].count("message") == 4  # no prompt message was added
     start_2 = [e for e in log.iter_forward() if e.name == "turn.start"][1]
-    assert start_2.data["triggers"] == [{"by": "continue", "reason": "timer"}, {"by": "continue", "reason": "wakeup"}]
+    assert start_2.data["triggers"] == [
+        {"by": "continue", "beat": 3, "reason": "timer"},
+        {"by": "continue", "reason": "wakeup"},
+    ]
     assert start_2.data["priority"] == "interactive"
     assert model.requests[-1].priority == "interactive"
 

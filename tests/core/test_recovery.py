@@ -82,6 +82,7 @@ async def test_a_log_that_ends_mid_step_is_repaired_before_the_first_turn(log_pa
         recovered = agent.recovered
         assert recovered is not None
         assert recovered.aborted_turn == 2
+        assert recovered.crashed
         assert recovered.last_turn == 2
         assert [e.data["parts"][0]["text"] for e in recovered.unanswered] == ["do two things", "are you there?"]
         repair_result, aborted = recovered.repaired
@@ -171,3 +172,33 @@ async def test_an_agent_killed_mid_tool_is_repaired_on_the_next_start(log_path: 
     request = model.requests[0]
     assert [m.role for m in request.messages] == ["system", "user", "assistant", "user", "assistant", "tool", "tool"]
     assert request.messages[-1].text == INTERRUPTED
+
+
+@pytest.mark.anyio
+async def test_a_turn_aborted_by_stopping_is_reported_on_the_next_start(log_path: Path) -> None:
+    gate_entered = anyio.Event()
+
+    async def hang(request: Any) -> Any:
+        gate_entered.set()
+        await anyio.sleep_forever()
+
+    from ishiki_host.testing.models import FunctionModel
+
+    log = await FactLog.open(log_path, clock=FakeClock())
+    async with running(Agent(log, FunctionModel(hang), setup)) as agent:
+        await agent.send(Message.user("answer me"), trigger=True)
+        await gate_entered.wait()
+    assert list(log.iter_forward())[-1].data == {
+        "name": "turn.aborted",
+        "reason": "shutdown",
+        "steps": 1,
+        "resume": True,
+    }
+    await log.close()
+    log, agent = await start_agent(log_path, ScriptedModel([]))
+    async with running(agent):
+        recovered = agent.recovered
+        assert recovered is not None
+        assert (recovered.aborted_turn, recovered.crashed, recovered.repaired) == (1, False, ())
+        assert [Message.from_dict(e.data).text for e in recovered.unanswered] == ["answer me"]
+    await log.close()
