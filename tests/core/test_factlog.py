@@ -339,3 +339,7 @@ async def test_bad_arguments_and_closed_logs_raise_clear_errors(tmp_path: Path) 
     await log.close()
     with pytest.raises(FactLogError, match="is closed"):
         await log.append("custom", {})
+    with pytest.raises(FactLogError, match="is closed"):
+        log.tail(1)
+    with pytest.raises(FactLogError, match="is closed"):
+        log.iter_forward()

@@ -62,3 +62,16 @@ async def test_streams_carry_the_same_result() -> None:
     assert isinstance(events[-1], StreamDone)
     assert events[-1].result == result
     assert await generate_by_stream(model, REQUEST) == result
+
+
+@pytest.mark.anyio
+async def test_the_plugin_gives_plugin_authors_a_fact_log(fact_log) -> None:  # type: ignore[no-untyped-def]
+    from ishiki_host.core.agent import Agent
+    from ishiki_host.core.turns import TurnSetup
+    from ishiki_host.testing.agent import running
+
+    model = ScriptedModel(["hello"])
+    async with running(Agent(fact_log, model, lambda turn: TurnSetup())) as agent:
+        outcome = await (await agent.continue_("hi"))
+    assert outcome.result == reply("hello")
+    assert [e.type for e in fact_log.iter_forward()] == ["event", "message", "message", "event"]
