@@ -17,6 +17,7 @@ documented in ``docs/factlog.md``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections import deque
@@ -80,6 +81,8 @@ class FactLog:
         self._lock = anyio.Lock()
         self._sync_lock = anyio.Lock()
         self._closed = False
+        self._thread_reads = 0  # reads running in worker threads; close() waits for them
+        self._reads_done = anyio.Event()
 
     # -- opening and closing ---------------------------------------------------------------------------
 
@@ -156,6 +159,8 @@ class FactLog:
                     return
                 await self.sync()
                 self._closed = True
+                while self._thread_reads:
+                    await self._reads_done.wait()
                 try:
                     _logfile.release_lock(self._fd, self.path)
                 finally:
@@ -276,7 +281,10 @@ class FactLog:
         return newest_first
 
     def iter_reverse(self) -> Iterator[Entry]:
-        """Entries newest first: the cache, then the file backwards in blocks. Sees entries present now."""
+        """Entries newest first: the cache, then the file backwards in blocks. Sees entries present now.
+
+        Consume it before closing the log (``read_back`` does that for you, off the event loop).
+        """
         self._check_open()
         cached, floor = tuple(self._cache), self._floor
         return self._reverse(cached, floor)
@@ -287,10 +295,11 @@ class FactLog:
         yield from self._disk_reverse(floor)
 
     def _disk_reverse(self, end: int) -> Iterator[Entry]:
-        for offset, line in _logfile.iter_lines_reverse(self._fd, end, self.stats):
-            entry = self._parse(offset, line)
-            if entry is not None:
-                yield entry
+        with self._reading():
+            for offset, line in _logfile.iter_lines_reverse(self._fd, end, self.stats):
+                entry = self._parse(offset, line)
+                if entry is not None:
+                    yield entry
 
     def iter_forward(self, *, after_id: int = 0) -> Iterator[Entry]:
         """Entries oldest first, from the start of the file (those with ``id > after_id``). Reads the whole file."""
@@ -298,10 +307,19 @@ class FactLog:
         return self._forward(self._size, after_id)
 
     def _forward(self, end: int, after_id: int) -> Iterator[Entry]:
-        for offset, line in _logfile.iter_lines_forward(self._fd, end, self.stats):
-            entry = self._parse(offset, line)
-            if entry is not None and entry.id > after_id:
-                yield entry
+        with self._reading():
+            for offset, line in _logfile.iter_lines_forward(self._fd, end, self.stats):
+                entry = self._parse(offset, line)
+                if entry is not None and entry.id > after_id:
+                    yield entry
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Turn an OS error of a read (the log closed under a reader, a failing disk) into ``FactLogError``."""
+        try:
+            yield
+        except OSError as exc:
+            raise FactLogError(f"cannot read fact log {self.path}: {exc.strerror or exc}") from exc
 
     async def read_back(self, select: Callable[[Iterator[Entry]], T]) -> T:
         """Run ``select`` over the entries newest first and return its result.
@@ -323,7 +341,14 @@ class FactLog:
         result = select(from_cache())
         if not exhausted or floor == 0:
             return result
-        return await anyio.to_thread.run_sync(select, self._reverse(cached, floor))
+        self._thread_reads += 1
+        try:
+            return await anyio.to_thread.run_sync(select, self._reverse(cached, floor))
+        finally:
+            self._thread_reads -= 1
+            if not self._thread_reads:
+                self._reads_done.set()
+                self._reads_done = anyio.Event()
 
     def _parse(self, offset: int, line: bytes) -> Entry | None:
         if not line.strip():

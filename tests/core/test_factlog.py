@@ -343,3 +343,40 @@ async def test_bad_arguments_and_closed_logs_raise_clear_errors(tmp_path: Path) 
         log.tail(1)
     with pytest.raises(FactLogError, match="is closed"):
         log.iter_forward()
+
+
+@pytest.mark.anyio
+async def test_close_waits_for_a_read_running_in_a_thread(log_path: Path) -> None:
+    import threading
+
+    write_lines(log_path, 50)
+    log = await FactLog.open(log_path, cache_size=4)
+    in_thread, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def select(entries):  # type: ignore[no-untyped-def]
+        ids = [next(entries).id for _ in range(4)]
+        in_a_thread = threading.current_thread() is not threading.main_thread()
+        if in_a_thread:
+            in_thread.set()
+            release.wait(10)
+        ids += [e.id for e in entries]
+        if in_a_thread:
+            order.append("read")
+        return ids
+
+    async def close() -> None:
+        await anyio.to_thread.run_sync(in_thread.wait, 10)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(log.close)
+            while not log.closed:  # close() has begun: without its wait, the file would be closed now
+                await anyio.lowlevel.checkpoint()
+            release.set()
+        order.append("closed")
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(close)
+            assert await log.read_back(select) == list(range(50, 0, -1))
+    assert order == ["read", "closed"]
+    assert log.closed
