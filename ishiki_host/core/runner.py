@@ -1,9 +1,10 @@
 """Running one turn: steps, write-ahead logging of each step's batch, and the turn's end.
 
 Within a step the assistant message is appended as soon as the model answers, then each tool result right
-after its tool finishes (tools of a step run one after the other), then the log is synced; entries sent to
-the running turn are appended only after that, so an assistant message and its tool results stay one
-contiguous batch. The turn's end (``turn.done`` / ``turn.failed`` / ``turn.aborted``) is written in a
+after its tool finishes (tools of a step run one after the other). The batch is synced before anything else
+is appended or the model is called again; the last step's batch shares the turn end's sync. Entries sent to
+the running turn are appended only after the batch, so an assistant message and its tool results stay one
+contiguous run of lines. The turn's end (``turn.done`` / ``turn.failed`` / ``turn.aborted``) is written in a
 shielded scope, so an abort or a shutdown still leaves every tool call answered and the turn closed.
 """
 
@@ -138,11 +139,19 @@ class TurnRunner:
             running.unseen.clear()  # whatever joined before this point is in the log this step reads
             await self._call_model(step, setup)
             await self._record(running, step)
+            if self._inbox.held:
+                await self._admit_joined(running, step)
             await self._bus.emit("turn.step", step=step)
             reason = await self._decide(step)
             if reason is not None:
-                return self._done(running, reason)
+                return self._done(running, reason)  # the turn's end syncs this batch with it
+            await self._admit_joined(running, step)
         return self._done(running, "max_steps")
+
+    async def _admit_joined(self, running: Running, step: Step) -> None:
+        """Make the batch durable and announce it, then append what joined the turn meanwhile."""
+        await self._announce(running)
+        step.joined.extend(await self._flush_held(running))
 
     async def _turn_setup(self, turn: Turn) -> TurnSetup:
         setup = self._setup(turn)
@@ -178,7 +187,7 @@ class TurnRunner:
         step.turn.usage = _add_usage(step.turn.usage, step.result.usage)
 
     async def _record(self, running: Running, step: Step) -> None:
-        """Write-ahead: the assistant message now, each result as its tool ends, then sync and announce."""
+        """Write-ahead: the assistant message as soon as the model answered, each result as its tool ends."""
         assert step.result is not None
         result, number = step.result, step.turn.number
         data = {
@@ -201,8 +210,6 @@ class TurnRunner:
             step.calls.append(replace(record, entry=entry))
             step.appended.append(entry)
             running.unannounced.append(entry)
-        await self._announce(running)
-        step.joined.extend(await self._flush_held(running))
 
     async def _announce(self, running: Running) -> None:
         """Sync, then emit ``message.appended`` for the turn's new entries (shielded: none is skipped)."""
@@ -279,13 +286,14 @@ class TurnRunner:
             content = Message.tool(call, message, is_error=True).to_dict()
             running.unannounced.append(await self._log.append("message", content, turn=number))
         running.pending_calls = []
-        await self._announce(running)
-        await self._flush_held(running)
+        if self._inbox.held:
+            await self._announce(running)
+            await self._flush_held(running)
         end = _end_data(outcome)
         if outcome.status == "aborted" and running.resume:
             end["resume"] = True
         await self._log.append("event", end, turn=number)
-        await self._log.sync()
+        await self._announce(running)
 
     async def _leave(self, running: Running) -> list[Delivery]:
         """Append what waited for the turn's end, then mark the agent idle; returns the unseen deliveries."""

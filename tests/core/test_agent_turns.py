@@ -60,11 +60,11 @@ async def test_a_turn_runs_steps_until_the_model_calls_no_tool(log, make_agent, 
         "turn.start",
         "tool.start",
         "tool.done",
-        "message.appended",
+        "turn.step",
+        "message.appended",  # step 1's batch, durable once the step decided to go on
         "message.appended",
         "turn.step",
-        "message.appended",
-        "turn.step",
+        "message.appended",  # the last batch shares the turn end's sync
         "turn.done",
     ]
 

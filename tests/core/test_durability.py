@@ -43,13 +43,13 @@ async def run_one_exchange(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("policy", "expected_syncs"), [("always", 7), ("turn", 5), ("never", 0)])
+@pytest.mark.parametrize(("policy", "expected_syncs"), [("always", 7), ("turn", 4), ("never", 0)])
 async def test_each_entry_is_announced_once_and_only_when_durable(tmp_path, gate, policy, expected_syncs) -> None:  # type: ignore[no-untyped-def]
     messages, syncs, announced = await run_one_exchange(tmp_path / "facts.jsonl", policy, gate)
     assert [entry_id for entry_id, _ in announced] == messages
     if policy != "never":
         assert all(durable >= entry_id for entry_id, durable in announced)
-    # turn: the send, the joined entry, each step's batch, the turn's end
+    # turn: the send; step 1's batch (before the joined entry goes in); the joined entry; step 2 with the end
     # always: every one of the 7 appends (user, turn.start, assistant, tool, joined, assistant, turn.done)
     assert len(syncs) == expected_syncs
 
