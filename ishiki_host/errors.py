@@ -27,6 +27,8 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         │   └── EventInvalid            a shaped inbound event breaks its contract (also a ValueError)
         ├── FactLogError                the fact log cannot be opened or written
         │   └── FactLogLocked           another process holds the log
+        ├── AgentBusy                   ``send(..., if_busy="reject")`` while a turn runs
+        ├── AgentStopped                the agent is not running (never started, or stopped)
         ├── ResourceError               a resource URL cannot be read (``code``)
         ├── StoreError                  the memory database cannot be opened or used
         ├── SandboxError                a codemode program failed, or hit a limit
@@ -40,6 +42,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 __all__ = [
+    "AgentBusy",
+    "AgentStopped",
     "ChannelError",
     "ConfigDirError",
     "ConfigError",
@@ -230,6 +234,14 @@ class FactLogError(RunError):
 
 class FactLogLocked(FactLogError):
     """Another process holds the fact log's exclusive lock."""
+
+
+class AgentBusy(RunError):
+    """An entry was sent with ``if_busy="reject"`` while the agent was running a turn."""
+
+
+class AgentStopped(RunError):
+    """The agent is not running: it was never started with ``tg.start(agent.run)``, or it was stopped."""
 
 
 class ResourceError(RunError):

@@ -1,0 +1,190 @@
+"""Running one tool call: checks, hooks, the handler under a deadline, and errors turned into results.
+
+Nothing a model asks for can crash a turn here: an unknown tool, arguments that are not JSON or break the
+tool's schema, a blocked call and a handler that raises all become error results the model reads on its
+next step. Only cancellation (an aborted turn) goes through.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+from jsonschema import SchemaError, ValidationError
+from jsonschema.exceptions import best_match
+from jsonschema.validators import validator_for
+
+from ishiki_host.core.hooks import Block
+from ishiki_host.core.tools import Tool, ToolResult, render_result, trust_allows
+from ishiki_host.core.turns import CallContext, CallRecord
+from ishiki_host.errors import ToolError
+
+if TYPE_CHECKING:
+    from ishiki_host.core.bus import EventBus
+    from ishiki_host.core.clock import Clock
+    from ishiki_host.core.hooks import HookChain
+    from ishiki_host.core.messages import ToolCall
+    from ishiki_host.core.turns import Step
+
+__all__ = ["ToolDispatcher", "run_with_deadline"]
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_RAW_QUOTE_LIMIT = 500
+
+
+class ToolDispatcher:
+    """Answers the tool calls of steps, in order, for one agent."""
+
+    def __init__(self, hooks: HookChain, bus: EventBus, clock: Clock, *, tool_timeout: float | None):
+        self._hooks = hooks
+        self._bus = bus
+        self._clock = clock
+        self._tool_timeout = tool_timeout
+        self._validators: dict[int, Any] = {}
+
+    async def dispatch(self, call: ToolCall, step: Step) -> CallRecord:
+        """Answer ``call``; the record's result has been through every ``after_tool_call`` hook."""
+        record = await self._check(call, step)
+        if record is None:
+            record = await self._decide_and_run(call, step)
+        result = await self._hooks.after_tool_call(call, record.result, step)
+        return CallRecord(call, record.tool, result, record.status)
+
+    async def _check(self, call: ToolCall, step: Step) -> CallRecord | None:
+        tool = step.tool(call.name)
+        if tool is None:
+            await self._note_refused_by_trust(call, step)
+            return await self._reject(call, None, _unknown_tool_message(call.name, step), step)
+        if call.parse_error is not None:
+            raw = (call.raw_arguments or "")[:_RAW_QUOTE_LIMIT]
+            message = (
+                f"the arguments of {call.name} are not a JSON object ({call.parse_error}); received: {raw!r}. "
+                "Call the tool again with a JSON object."
+            )
+            return await self._reject(call, tool, message, step)
+        problem = self._validate(tool, call.arguments)
+        if problem is not None:
+            return await self._reject(call, tool, f"invalid arguments for {call.name}: {problem}", step)
+        return None
+
+    async def _note_refused_by_trust(self, call: ToolCall, step: Step) -> None:
+        setup = step.turn.setup
+        if setup is None:
+            return
+        for tool in setup.tools:
+            if tool.name == call.name and not trust_allows(setup.trust, tool.trust):
+                reason = f"{call.name} needs trust {tool.trust}; this turn is {setup.trust}"
+                await self._bus.emit("tool.blocked", call=call, reason=reason, step=step)
+
+    async def _reject(self, call: ToolCall, tool: Tool | None, message: str, step: Step) -> CallRecord:
+        logger.info("tool call %s (%s) rejected: %s", call.id, call.name, message)
+        result = ToolResult.error(message)
+        await self._bus.emit("tool.failed", call=call, result=result, error=ToolError(message), step=step)
+        return CallRecord(call, tool, result, "rejected")
+
+    async def _decide_and_run(self, call: ToolCall, step: Step) -> CallRecord:
+        tool = step.tool(call.name)
+        assert tool is not None
+        decision = await self._hooks.before_tool_call(call, step)
+        if decision is not None:
+            if isinstance(decision, Block):
+                await self._bus.emit("tool.blocked", call=call, reason=decision.reason, step=step)
+                return CallRecord(call, tool, ToolResult.error(f"blocked: {decision.reason}"), "blocked")
+            await self._bus.emit("tool.done", call=call, result=decision.result, step=step)
+            return CallRecord(call, tool, decision.result, "replaced")
+        return await self._run(tool, call, step)
+
+    async def _run(self, tool: Tool, call: ToolCall, step: Step) -> CallRecord:
+        await self._bus.emit("tool.start", call=call, step=step)
+        context = CallContext(call=call, turn=step.turn.number, step=step.index)
+        try:
+            value = await run_with_deadline(
+                self._clock, self._tool_timeout, lambda: tool.handler(dict(call.arguments), context)
+            )
+            result = render_result(value)
+        except Exception as exc:
+            result = ToolResult.error(_describe_failure(tool, exc, self._tool_timeout))
+            if not isinstance(exc, ToolError | _DeadlineExceeded):
+                logger.warning("tool %s raised", tool.name, exc_info=True)
+            await self._bus.emit("tool.failed", call=call, result=result, error=exc, step=step)
+            return CallRecord(call, tool, result, "failed")
+        await self._bus.emit("tool.done", call=call, result=result, step=step)
+        return CallRecord(call, tool, result, "ran")
+
+    def _validate(self, tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+        try:
+            validator = self._validator(tool)
+            error = best_match(validator.iter_errors(dict(arguments)))
+        except SchemaError as exc:
+            logger.error("tool %s has an invalid argument schema: %s", tool.name, exc.message)
+            return f"the tool's own argument schema is invalid ({exc.message})"
+        return None if error is None else _describe_validation(error)
+
+    def _validator(self, tool: Tool) -> Any:
+        key = id(tool.parameters)
+        cached = self._validators.get(key)
+        if cached is None or cached[0] is not tool.parameters:
+            schema = dict(tool.parameters)
+            cls = validator_for(schema)
+            cls.check_schema(schema)
+            cached = (tool.parameters, cls(schema))
+            self._validators[key] = cached
+        return cached[1]
+
+
+class _DeadlineExceeded(TimeoutError):
+    """The injectable clock's deadline passed (not a ``TimeoutError`` the handler raised itself)."""
+
+
+async def run_with_deadline(clock: Clock, seconds: float | None, fn: Callable[[], Awaitable[T]]) -> T:
+    """Await ``fn()``; raise ``TimeoutError`` if ``clock`` says ``seconds`` passed first (``None``: no limit).
+
+    The deadline runs on the injectable clock, so tests move it with ``FakeClock.advance``. The error raised
+    is a ``TimeoutError`` subclass private to this module, so a handler's own ``TimeoutError`` stays apart.
+    """
+    if seconds is None:
+        return await fn()
+    outcome: list[T] = []
+    failure: list[Exception] = []
+    with anyio.CancelScope() as deadline:
+        async with anyio.create_task_group() as tg:
+
+            async def watchdog() -> None:
+                await clock.sleep(seconds)
+                deadline.cancel()
+
+            tg.start_soon(watchdog)
+            try:
+                outcome.append(await fn())
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                tg.cancel_scope.cancel()
+    if failure:
+        raise failure[0]
+    if not outcome:
+        raise _DeadlineExceeded(f"no answer within {seconds:g} s")
+    return outcome[0]
+
+
+def _unknown_tool_message(name: str, step: Step) -> str:
+    names = ", ".join(sorted(tool.name for tool in step.tools))
+    available = f"available tools: {names}" if names else "no tools are available in this step"
+    return f"unknown tool {name!r}; {available}"
+
+
+def _describe_validation(error: ValidationError) -> str:
+    path = "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
+    return f"at {path}: {error.message}"
+
+
+def _describe_failure(tool: Tool, exc: Exception, timeout: float | None) -> str:
+    if isinstance(exc, ToolError):
+        return str(exc)
+    if isinstance(exc, _DeadlineExceeded):
+        return f"{tool.name} did not finish within {timeout:g} s and was stopped"
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,376 @@
+"""The fact log: one append-only JSONL file per agent, the record of everything that happened.
+
+``await FactLog.open(path)`` takes the file's exclusive lock (a second writer, in this process or another,
+gets ``FactLogLocked``), sets a torn tail aside into ``<file>.corrupt`` and recovers the next id. Appends are
+serialized and durable per the fsync policy:
+
+- ``always``: every append is fsynced before it returns;
+- ``turn`` (default): appends made outside a turn (``turn=None``: inbound messages, which a channel confirms
+  only once durable) are fsynced at once; inside a turn the agent calls ``sync()`` after each step's batch
+  and at the turn's end;
+- ``never``: the OS decides (a process crash loses nothing, a power loss may).
+
+Reads go backwards from the end in blocks and start from a small cache of recent entries, so reading the
+last N entries costs O(N), never O(file). A bad line in the middle is skipped with a warning. The format is
+documented in ``docs/factlog.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import islice
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import anyio
+
+from ishiki_host.core import _logfile
+from ishiki_host.core.clock import Clock, SystemClock
+from ishiki_host.core.entries import Entry
+from ishiki_host.errors import FactLogError
+
+__all__ = ["FactLog", "FsyncPolicy", "ReadStats", "Syncer"]
+
+logger = logging.getLogger(__name__)
+
+FsyncPolicy = Literal["always", "turn", "never"]
+Syncer = Callable[[int], None]
+"""Makes a file descriptor durable (``os.fsync``); injectable so tests can count calls."""
+ReadStats = _logfile.ReadStats
+T = TypeVar("T")
+
+_POLICIES = ("always", "turn", "never")
+_THREAD_WRITE_BYTES = 256 * 1024  # larger appends are written from a worker thread
+
+
+class FactLog:
+    """An open fact log, holding its file's exclusive lock until ``close()``.
+
+    ``warnings`` lists what was repaired or skipped (also logged); ``stats`` counts bytes read, lines parsed
+    and fsyncs.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        *,
+        fsync: FsyncPolicy,
+        clock: Clock,
+        syncer: Syncer,
+        cache_size: int,
+        stats: ReadStats,
+    ):
+        self.path = path
+        self.fsync: FsyncPolicy = fsync
+        self.warnings: list[str] = []
+        self.stats = stats
+        self._fd = fd
+        self._clock = clock
+        self._syncer = syncer
+        self._cache: deque[tuple[int, Entry]] = deque(maxlen=cache_size)
+        self._floor = 0  # disk reads continue below this offset once the cache is exhausted
+        self._size = os.fstat(fd).st_size
+        self._last_id = 0
+        self._synced = (self._size, 0)
+        self._bad_offsets: set[int] = set()
+        self._lock = anyio.Lock()
+        self._sync_lock = anyio.Lock()
+        self._closed = False
+        self._thread_reads = 0  # reads running in worker threads; close() waits for them
+        self._reads_done = anyio.Event()
+
+    # -- opening and closing ---------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        fsync: FsyncPolicy = "turn",
+        clock: Clock | None = None,
+        cache_size: int = 256,
+        syncer: Syncer | None = None,
+    ) -> FactLog:
+        """Open (creating it and its directory if needed) and lock the log at ``path``.
+
+        Raises ``FactLogLocked`` when another writer holds it and ``FactLogError`` when it cannot be opened.
+        """
+        if fsync not in _POLICIES:
+            raise ValueError(f"fsync policy must be one of always, turn, never; got {fsync!r}")
+        if cache_size < 0:
+            raise ValueError(f"cache_size must be >= 0; got {cache_size}")
+        return await anyio.to_thread.run_sync(
+            cls._open_sync, Path(path), fsync, clock or SystemClock(), syncer or os.fsync, cache_size
+        )
+
+    @classmethod
+    def _open_sync(cls, path: Path, fsync: FsyncPolicy, clock: Clock, syncer: Syncer, cache_size: int) -> FactLog:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            created = not path.exists()
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise FactLogError(f"cannot open fact log {path}: {exc.strerror or exc}") from exc
+        try:
+            _logfile.acquire_lock(fd, path)
+            if created:
+                _fsync_dir(path.parent)
+            stats = ReadStats()
+            torn = _logfile.set_aside_torn_tail(fd, path, stats)
+            if fsync != "never":
+                os.fsync(fd)  # what an earlier writer left in the page cache counts as durable from here on
+            log = cls(path, fd, fsync=fsync, clock=clock, syncer=syncer, cache_size=cache_size, stats=stats)
+            if torn:
+                log._warn(torn)
+            log._load_tail()
+            return log
+        except OSError as exc:
+            os.close(fd)
+            raise FactLogError(f"cannot open fact log {path}: {exc.strerror or exc}") from exc
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _load_tail(self) -> None:
+        """Fill the cache with the newest entries and recover the last id."""
+        self._floor = 0
+        for offset, line in _logfile.iter_lines_reverse(self._fd, self._size, self.stats):
+            entry = self._parse(offset, line)
+            if entry is None:
+                continue
+            if not self._last_id:
+                self._last_id = entry.id
+            if len(self._cache) == self._cache.maxlen:
+                self._floor = self._cache[0][0] if self._cache else self._size
+                break
+            self._cache.appendleft((offset, entry))
+        self._synced = (self._size, self._last_id)
+
+    async def close(self) -> None:
+        """Sync (unless the policy is ``never``), release the lock and close the file. Idempotent."""
+        with anyio.CancelScope(shield=True):
+            async with self._lock:
+                if self._closed:
+                    return
+                await self.sync()
+                self._closed = True
+                while self._thread_reads:
+                    await self._reads_done.wait()
+                try:
+                    _logfile.release_lock(self._fd, self.path)
+                finally:
+                    os.close(self._fd)
+
+    async def __aenter__(self) -> FactLog:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` ran."""
+        return self._closed
+
+    # -- writing ---------------------------------------------------------------------------------------
+
+    @property
+    def last_id(self) -> int:
+        """The id of the newest entry (0 for an empty log)."""
+        return self._last_id
+
+    @property
+    def durable_id(self) -> int:
+        """The id of the newest entry known to be fsynced (entries up to it survive a power loss)."""
+        return self._synced[1]
+
+    async def append(self, type: str, data: Mapping[str, Any], *, turn: int | None = None) -> Entry:
+        """Append one entry; returns it as stored (``data`` round-tripped through JSON)."""
+        (entry,) = await self.append_many([(type, data)], turn=turn)
+        return entry
+
+    async def append_many(
+        self, items: Iterable[tuple[str, Mapping[str, Any]]], *, turn: int | None = None
+    ) -> list[Entry]:
+        """Append ``(type, data)`` pairs as consecutive entries in one write (and at most one fsync)."""
+        pending = list(items)
+        if not pending:
+            return []
+        async with self._lock:
+            self._check_open()
+            entries, lines = self._draft(pending, turn)
+            payload = b"".join(lines)
+            if len(payload) > _THREAD_WRITE_BYTES:
+                await anyio.to_thread.run_sync(self._write, payload)
+            else:
+                self._write(payload)
+            self._remember(entries, lines)
+        if self.fsync == "always" or (self.fsync == "turn" and turn is None):
+            await self.sync()
+        return entries
+
+    def _draft(self, items: list[tuple[str, Mapping[str, Any]]], turn: int | None) -> tuple[list[Entry], list[bytes]]:
+        ts = self._clock.now()
+        entries: list[Entry] = []
+        lines: list[bytes] = []
+        for index, (type_, data) in enumerate(items):
+            line = Entry(self._last_id + 1 + index, type_, ts, data, turn).to_json()
+            entries.append(Entry.from_json(line))
+            lines.append(line.encode() + b"\n")
+        return entries, lines
+
+    def _write(self, payload: bytes) -> None:
+        try:
+            _logfile.write_all(self._fd, payload)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, self._size)
+            except OSError:
+                self._closed = True  # a half-written line we cannot remove: refuse further appends
+            raise FactLogError(f"cannot append to fact log {self.path}: {exc.strerror or exc}") from exc
+
+    def _remember(self, entries: list[Entry], lines: list[bytes]) -> None:
+        offset = self._size
+        for entry, line in zip(entries, lines, strict=True):
+            if self._cache.maxlen:
+                full = len(self._cache) == self._cache.maxlen
+                self._cache.append((offset, entry))
+                if full:
+                    self._floor = self._cache[0][0]
+            offset += len(line)
+        self._size = offset
+        self._last_id = entries[-1].id
+        if not self._cache.maxlen:
+            self._floor = self._size
+
+    async def sync(self) -> None:
+        """Make every entry appended so far durable (a no-op under ``never`` or when nothing is pending).
+
+        Concurrent callers share one fsync (group commit); the fsync runs in a worker thread.
+        """
+        if self.fsync == "never" or self._synced[0] >= self._size:
+            return
+        async with self._sync_lock:
+            target = (self._size, self._last_id)
+            if self._synced[0] >= target[0] or self._closed:
+                return
+            try:
+                await anyio.to_thread.run_sync(self._syncer, self._fd)
+            except OSError as exc:
+                raise FactLogError(f"cannot fsync fact log {self.path}: {exc.strerror or exc}") from exc
+            self.stats.syncs += 1
+            self._synced = target
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FactLogError(f"fact log {self.path} is closed")
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    def tail(self, n: int) -> list[Entry]:
+        """The last ``n`` entries, oldest first. Reads only what it needs, from the cache first."""
+        if n <= 0:
+            return []
+        newest_first = list(islice(self.iter_reverse(), n))
+        newest_first.reverse()
+        return newest_first
+
+    def iter_reverse(self) -> Iterator[Entry]:
+        """Entries newest first: the cache, then the file backwards in blocks. Sees entries present now.
+
+        Consume it before closing the log (``read_back`` does that for you, off the event loop).
+        """
+        self._check_open()
+        cached, floor = tuple(self._cache), self._floor
+        return self._reverse(cached, floor)
+
+    def _reverse(self, cached: tuple[tuple[int, Entry], ...], floor: int) -> Iterator[Entry]:
+        for _, entry in reversed(cached):
+            yield entry
+        yield from self._disk_reverse(floor)
+
+    def _disk_reverse(self, end: int) -> Iterator[Entry]:
+        with self._reading():
+            for offset, line in _logfile.iter_lines_reverse(self._fd, end, self.stats):
+                entry = self._parse(offset, line)
+                if entry is not None:
+                    yield entry
+
+    def iter_forward(self, *, after_id: int = 0) -> Iterator[Entry]:
+        """Entries oldest first, from the start of the file (those with ``id > after_id``). Reads the whole file."""
+        self._check_open()
+        return self._forward(self._size, after_id)
+
+    def _forward(self, end: int, after_id: int) -> Iterator[Entry]:
+        with self._reading():
+            for offset, line in _logfile.iter_lines_forward(self._fd, end, self.stats):
+                entry = self._parse(offset, line)
+                if entry is not None and entry.id > after_id:
+                    yield entry
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Turn an OS error of a read (the log closed under a reader, a failing disk) into ``FactLogError``."""
+        try:
+            yield
+        except OSError as exc:
+            raise FactLogError(f"cannot read fact log {self.path}: {exc.strerror or exc}") from exc
+
+    async def read_back(self, select: Callable[[Iterator[Entry]], T]) -> T:
+        """Run ``select`` over the entries newest first and return its result.
+
+        ``select`` consumes as many entries as it needs. While they come from the cache it runs right here;
+        if it reads past the cache it is run again from the start in a worker thread, where the disk reads
+        cannot stall the event loop. So ``select`` must be a pure function of the entries it sees.
+        """
+        self._check_open()
+        cached, floor = tuple(self._cache), self._floor
+        exhausted = False
+
+        def from_cache() -> Iterator[Entry]:
+            nonlocal exhausted
+            for _, entry in reversed(cached):
+                yield entry
+            exhausted = True
+
+        result = select(from_cache())
+        if not exhausted or floor == 0:
+            return result
+        self._thread_reads += 1
+        try:
+            return await anyio.to_thread.run_sync(select, self._reverse(cached, floor))
+        finally:
+            self._thread_reads -= 1
+            if not self._thread_reads:
+                self._reads_done.set()
+                self._reads_done = anyio.Event()
+
+    def _parse(self, offset: int, line: bytes) -> Entry | None:
+        if not line.strip():
+            return None
+        self.stats.lines_parsed += 1
+        try:
+            return Entry.from_json(line)
+        except (ValueError, KeyError, TypeError) as exc:
+            if offset not in self._bad_offsets:
+                self._bad_offsets.add(offset)
+                self._warn(f"fact log {self.path}: skipped a bad line at offset {offset}: {exc}")
+            return None
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        logger.warning("%s", message)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a new file's directory entry durable (a crash right after creation keeps the file)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
