@@ -3,4 +3,4 @@
 Each fixture module is listed in ``pytest_plugins`` so plugin authors get every fixture by installing the host.
 """
 
-pytest_plugins = ["ishiki_host.testing.fixtures"]
+pytest_plugins = ["ishiki_host.testing.fixtures", "ishiki_host.testing.model_fixtures"]
