@@ -162,7 +162,8 @@ async def test_stream(fake_anthropic: FakeAnthropicServer, http: httpx.AsyncClie
     assert result.text == "Reading — 読む"
     good, broken = result.tool_calls
     assert dict(good.arguments) == {"url": "ü"}
-    assert broken.parse_error is not None and broken.raw_arguments == "{"
+    assert broken.parse_error is not None
+    assert broken.raw_arguments == "{"
     assert result.finish_reason == "tool_calls"
     assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 12)
 

@@ -12,7 +12,7 @@ from ishiki_host.core.messages import ImagePart, Message, ToolCall
 from ishiki_host.core.model import ModelRequest, StreamDone, TextDelta, ToolCallDelta, ToolSpec
 from ishiki_host.errors import ModelError
 from ishiki_host.gateway.providers.openai import OpenAICompletionsAPI, OpenAICompletionsClient
-from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall
+from ishiki_host.testing import FakeOpenAIServer, ScriptedCall
 
 pytestmark = pytest.mark.anyio
 
@@ -140,7 +140,8 @@ async def test_tool_calls_bad_arguments_and_unknown_names(
         assert (good.name, dict(good.arguments), good.parse_error) == ("read", {"url": "x"}, None)
         assert broken.name == "no_such_tool"
         assert broken.raw_arguments == "{"
-        assert broken.parse_error is not None and "not valid JSON" in broken.parse_error
+        assert broken.parse_error is not None
+        assert "not valid JSON" in broken.parse_error
         assert array.parse_error == "arguments must be a JSON object, not array"
 
 
