@@ -188,6 +188,8 @@ class Gateway:
         if cached is not None:
             return cached
         members = self.config.resolve(ref)
+        if members == ():
+            raise ModelsConfigInvalid(f"group {ref!r} has no members", file=self.config.file, path=f"groups.{ref}")
         if members is None:
             known = [*self.config.groups, *self.breakers]
             hint = difflib.get_close_matches(ref, known, n=3)

@@ -14,7 +14,7 @@ leaves the queue (and gives back a slot it was just granted).
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,14 @@ class SchedulerConfig:
 
     interactive_grace_seconds: float = 2.0
     max_background_wait_seconds: float = 60.0
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> SchedulerConfig:
+        """From the ``scheduler:`` mapping (``interactive_grace_seconds``, ``max_background_wait_seconds``)."""
+        values = {
+            key: float(data[key]) for key in ("interactive_grace_seconds", "max_background_wait_seconds") if key in data
+        }
+        return cls(**values)
 
 
 @dataclass(eq=False)

@@ -185,3 +185,9 @@ async def test_mock_transport_for_unit_tests(model_apis: dict[str, ModelAPI]) ->
     )
     async with Gateway(config, model_apis, transport=httpx.MockTransport(answer)) as gateway:
         assert (await gateway.model("p:m").generate(ASK)).text == "mocked"
+
+
+async def test_empty_group_is_a_config_error(model_apis: dict[str, ModelAPI]) -> None:
+    async with Gateway(ModelsConfig(groups={"g": GroupConfig("g", ())}), model_apis) as gateway:
+        with pytest.raises(ModelsConfigInvalid, match="no members"):
+            gateway.model("g")

@@ -171,3 +171,8 @@ async def test_a_background_waiter_cancelled_during_its_grace_sleep(fake_clock: 
         await calls.start("next", "interactive")
         assert calls.started == ["turn", "next"]
         await calls.finish("next")
+
+
+def test_config_from_mapping() -> None:
+    config = SchedulerConfig.from_mapping({"interactive_grace_seconds": 0.5})
+    assert (config.interactive_grace_seconds, config.max_background_wait_seconds) == (0.5, 60.0)
