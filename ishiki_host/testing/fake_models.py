@@ -71,7 +71,7 @@ class FakeModelServer(LoopbackServer, ABC):
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._cache: dict[tuple[int, bool], Response] = {}
+        self._cache: dict[bool, tuple[Reply, Response]] = {}
 
     @property
     def base_url(self) -> str:
@@ -169,10 +169,10 @@ class FakeModelServer(LoopbackServer, ABC):
         body = request.json if isinstance(request.json, dict) else {}
         stream = bool(body.get("stream"))
         if reply is self.default:  # pre-rendered: keeps the fake fast for benchmarks
-            key = (id(reply), stream)
-            if key not in self._cache:
-                self._cache[key] = self.render(reply, body, stream, 0)
-            return self._cache[key]
+            cached = self._cache.get(stream)
+            if cached is None or cached[0] is not reply:
+                cached = self._cache[stream] = (reply, self.render(reply, body, stream, 0))
+            return cached[1]
         return self.render(reply, body, stream, next(self._ids))
 
     # -- protocol (subclasses) --------------------------------------------------------------------------

@@ -127,3 +127,11 @@ def test_the_network_guard_fails_tests_that_reach_out(tmp_path: Path) -> None:
     assert "the test tried to reach non-loopback hosts: https://api.openai.com/v1/models" in result.stdout
     # test_direct fails (and errors at teardown), test_swallowed errors at teardown, the loopback test passes
     assert "1 failed, 2 passed, 2 errors" in result.stdout
+
+
+def test_changing_the_default_is_seen(fake_openai: FakeOpenAIServer) -> None:
+    url = f"{fake_openai.base_url}/chat/completions"
+    with httpx.Client() as client:
+        for text in ("first", "second", "third"):
+            fake_openai.default = Reply(text)
+            assert client.post(url, json={}).json()["choices"][0]["message"]["content"] == text
