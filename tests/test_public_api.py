@@ -12,8 +12,10 @@ PUBLIC_MODULES = [
     "ishiki_host.channels",
     "ishiki_host.core",
     "ishiki_host.errors",
+    "ishiki_host.gateway",
     "ishiki_host.runtime",
     "ishiki_host.runtime.resources",
+    "ishiki_host.testing",
     "ishiki_host.tools",
 ]
 

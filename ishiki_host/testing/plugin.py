@@ -6,4 +6,5 @@ Each fixture module is listed in ``pytest_plugins`` so plugin authors get every 
 pytest_plugins = [
     "ishiki_host.testing.core_fixtures",
     "ishiki_host.testing.fixtures",
+    "ishiki_host.testing.model_fixtures",
 ]

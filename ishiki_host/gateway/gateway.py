@@ -1,0 +1,386 @@
+"""The gateway: ``models.yaml`` made callable.
+
+``Gateway(config, apis)`` makes one shared ``httpx.AsyncClient`` and one ``ProviderClient`` per provider, one
+circuit breaker per member and one scheduler. ``gateway.model(ref)`` gives the ``LanguageModel`` of a group
+name or a ``provider:modelId``: each call goes through the scheduler (priority, ``maxConcurrency``), a
+whole-call deadline, the breakers and the profile's failover policy. Every model call made (including failed
+ones and probes' exceptions) is reported to the call listeners as a ``CallRecord``, which is how the runtime
+logs token usage; the ``ModelResult`` itself also carries ``usage`` and ``model`` (the member that answered).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import logging
+import random
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import httpx
+
+from ishiki_host.config.models import CircuitBreakerConfig, ModelsConfig, ModelSpec, ProviderConfig
+from ishiki_host.core.clock import Clock, SystemClock
+from ishiki_host.core.messages import Message
+from ishiki_host.core.model import ModelRequest, ModelResult, StreamDone, StreamEvent, Usage
+from ishiki_host.errors import ConfigError, ModelError, ModelsConfigInvalid, ModelUnavailable
+from ishiki_host.gateway.breaker import CircuitBreaker
+from ishiki_host.gateway.classify import classify_exception, stream_cut, timed_out
+from ishiki_host.gateway.failover import FailoverPolicy
+from ishiki_host.gateway.group import MemberGroup
+from ishiki_host.gateway.model import GatewayModel
+from ishiki_host.gateway.providers.scripted import CONFIG_DIR_OPTION
+from ishiki_host.gateway.scheduler import Scheduler, SchedulerConfig
+
+if TYPE_CHECKING:
+    import os
+
+    from ishiki_host.core.model import Priority
+    from ishiki_host.gateway.api import ModelAPI, ProviderClient
+
+__all__ = ["CallListener", "CallRecord", "Gateway", "ProbeResult"]
+
+log = logging.getLogger("ishiki_host.gateway")
+
+PROBE_PROMPT = "Reply with the single word OK."
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One model call as the gateway saw it: who answered, tokens, how long, and the error kind if it failed."""
+
+    ref: str
+    member: str
+    priority: Priority
+    stream: bool
+    latency_seconds: float
+    usage: Usage | None = None
+    error_kind: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (for the fact log)."""
+        return {
+            "ref": self.ref,
+            "member": self.member,
+            "priority": self.priority,
+            "stream": self.stream,
+            "latency_seconds": round(self.latency_seconds, 6),
+            "usage": self.usage.to_dict() if self.usage else None,
+            "error_kind": self.error_kind,
+        }
+
+
+CallListener = Callable[[CallRecord], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """The answer of ``Gateway.probe``: latency when the member answered, else the classified error."""
+
+    member: str
+    ok: bool
+    latency_seconds: float | None = None
+    error_kind: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "ok": self.ok,
+            "latency_seconds": self.latency_seconds,
+            "error_kind": self.error_kind,
+            "error": self.error,
+        }
+
+
+@dataclass
+class _Provider:
+    config: ProviderConfig
+    http: httpx.AsyncClient | None = None
+    client: ProviderClient | None = None
+    error: str | None = None
+    calls: int = 0
+    failures: int = 0
+    tokens: dict[str, int] = field(default_factory=lambda: {"input": 0, "output": 0})
+
+
+class Gateway:
+    """Providers, breakers, groups and the scheduler of one host (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: ModelsConfig,
+        apis: Mapping[str, ModelAPI],
+        *,
+        clock: Clock | None = None,
+        seed: int | None = None,
+        scheduler: SchedulerConfig | None = None,
+        config_dir: str | os.PathLike[str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.scheduler = Scheduler(self.clock, scheduler)
+        if config_dir is None and config.file:
+            config_dir = Path(config.file).parent
+        self.config_dir = str(config_dir) if config_dir is not None else None
+        self._providers = {pid: self._make_provider(p, apis, transport) for pid, p in config.providers.items()}
+        self.breakers = self._make_breakers()
+        self._groups: dict[str, MemberGroup] = {}
+        self._models: dict[tuple[str, FailoverPolicy], GatewayModel] = {}
+        self._listeners: list[CallListener] = []
+
+    # -- construction -------------------------------------------------------------------------------------
+
+    def _make_provider(
+        self, provider: ProviderConfig, apis: Mapping[str, ModelAPI], transport: httpx.AsyncBaseTransport | None
+    ) -> _Provider:
+        api = apis.get(provider.api)
+        if api is None:
+            known = ", ".join(sorted(apis)) or "none"
+            return _Provider(provider, error=f"provider API {provider.api!r} is not installed (installed: {known})")
+        if api.needs_base_url and not provider.base_url:
+            return _Provider(provider, error=f"provider {provider.id!r} needs a baseUrl")
+        if self.config_dir is not None:
+            provider = replace(provider, options={**provider.options, CONFIG_DIR_OPTION: self.config_dir})
+        timeout = httpx.Timeout(
+            provider.read_timeout_seconds, connect=provider.connect_timeout_seconds, pool=provider.timeout_seconds
+        )
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=max(1, provider.max_concurrency))
+        http = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport)
+        try:
+            return _Provider(provider, http, api.create(provider, http))
+        except ConfigError as exc:
+            if exc.file is None and self.config.file:
+                exc = ModelsConfigInvalid(exc.message, file=self.config.file, path=exc.path)
+            log.error("provider %s cannot start: %s", provider.id, exc)
+            return _Provider(provider, http, error=str(exc))
+
+    def _make_breakers(self) -> dict[str, CircuitBreaker]:
+        settings: dict[str, CircuitBreakerConfig] = {}
+        for group in self.config.groups.values():
+            for member in group.members:
+                if self.config.spec(member) is None:
+                    raise ModelsConfigInvalid(
+                        f"group {group.name!r} lists {member!r}, which no provider serves",
+                        file=self.config.file,
+                        path=f"groups.{group.name}.members",
+                    )
+                settings.setdefault(member, group.circuit_breaker)
+        members = [f"{p.id}:{m.id}" for p in self.config.providers.values() for m in p.models]
+        return {m: CircuitBreaker(m, settings.get(m, CircuitBreakerConfig()), self.clock) for m in members}
+
+    # -- the public face ----------------------------------------------------------------------------------
+
+    def model(self, ref: str, *, failover: FailoverPolicy | None = None) -> GatewayModel:
+        """The ``LanguageModel`` for a group name or ``provider:modelId`` (one shared object per ref and policy).
+
+        An unknown ref raises ``ModelsConfigInvalid`` with the closest known names.
+        """
+        policy = failover or FailoverPolicy()
+        cached = self._models.get((ref, policy))
+        if cached is not None:
+            return cached
+        members = self.config.resolve(ref)
+        if members == ():
+            raise ModelsConfigInvalid(f"group {ref!r} has no members", file=self.config.file, path=f"groups.{ref}")
+        if members is None:
+            known = [*self.config.groups, *self.breakers]
+            hint = difflib.get_close_matches(ref, known, n=3)
+            suffix = f" (did you mean {', '.join(map(repr, hint))}?)" if hint else ""
+            raise ModelsConfigInvalid(f"unknown model {ref!r}{suffix}", file=self.config.file)
+        group = self._groups.get(ref)
+        if group is None:
+            spec = self.config.groups.get(ref)
+            seed = (
+                spec.seed if spec and spec.seed is not None else (None if self.seed is None else f"{self.seed}/{ref}")
+            )
+            strategy = spec.strategy if spec else "failover"
+            group = self._groups[ref] = MemberGroup(ref, members, self.breakers, strategy, _seed(seed))
+        model = self._models[(ref, policy)] = GatewayModel(self, ref, group, policy)
+        return model
+
+    def add_listener(self, listener: CallListener) -> Callable[[], None]:
+        """Call ``listener`` with a ``CallRecord`` after every model call; returns a function that removes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def spec(self, member: str) -> ModelSpec | None:
+        """The ``ModelSpec`` of a member (for context windows)."""
+        return self.config.spec(member)
+
+    def status(self) -> dict[str, Any]:
+        """A JSON snapshot: providers (errors, counters), members (breaker state), scheduler lanes."""
+        return {
+            "providers": {
+                pid: {
+                    "api": p.config.api,
+                    "base_url": p.config.base_url,
+                    "error": p.error,
+                    "calls": p.calls,
+                    "failures": p.failures,
+                    "tokens": dict(p.tokens),
+                }
+                for pid, p in self._providers.items()
+            },
+            "members": {member: breaker.status() for member, breaker in self.breakers.items()},
+            "scheduler": self.scheduler.status(),
+        }
+
+    async def probe(self, member: str, *, limit_seconds: float | None = None) -> ProbeResult:
+        """Send one tiny request to ``member`` (not through failover or breakers); latency or the error."""
+        request = ModelRequest((Message.user(PROBE_PROMPT),), max_tokens=16)
+        start = self.clock.monotonic()
+        try:
+            await self._call_member(member, request, ref=f"probe:{member}", limit_seconds=limit_seconds, judge=False)
+        except ModelError as exc:
+            return ProbeResult(member, False, error_kind=exc.kind, error=str(exc))
+        return ProbeResult(member, True, latency_seconds=round(self.clock.monotonic() - start, 6))
+
+    async def aclose(self) -> None:
+        """Close every provider client and shared httpx client."""
+        with anyio.CancelScope(shield=True):
+            for provider in self._providers.values():
+                if provider.client is not None:
+                    await provider.client.aclose()
+                if provider.http is not None:
+                    await provider.http.aclose()
+
+    async def __aenter__(self) -> Gateway:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- one member call (used by GatewayModel) ------------------------------------------------------------
+
+    def _resolve(self, member: str) -> tuple[_Provider, ProviderClient, ModelSpec]:
+        provider_id, _, model_id = member.partition(":")
+        provider = self._providers[provider_id]
+        spec = provider.config.model(model_id)
+        if provider.client is None or spec is None:
+            raise ModelUnavailable(f"provider {provider_id!r} is not usable: {provider.error}", model=member)
+        return provider, provider.client, spec
+
+    def _emit(self, record: CallRecord) -> None:
+        provider = self._providers.get(record.member.partition(":")[0])
+        if provider is not None:
+            provider.calls += 1
+            provider.failures += record.error_kind is not None
+            if record.usage is not None:
+                provider.tokens["input"] += record.usage.input_tokens
+                provider.tokens["output"] += record.usage.output_tokens
+        for listener in list(self._listeners):
+            try:
+                listener(record)
+            except Exception:
+                log.exception("call listener %r failed", listener)
+
+    def _verdict(self, member: str, error: ModelError | None, judge: bool) -> None:
+        if not judge:
+            return
+        if error is not None:
+            self.breakers[member].record_failure(error)
+        else:
+            self.breakers[member].record_success()
+
+    async def _call_member(
+        self, member: str, request: ModelRequest, *, ref: str, limit_seconds: float | None = None, judge: bool = True
+    ) -> ModelResult:
+        """One ``generate`` on one member: scheduler slot, whole-call deadline, breaker verdict, call record."""
+        start = self.clock.monotonic()
+        try:
+            provider, client, spec = self._resolve(member)
+            limit = limit_seconds or provider.config.timeout_seconds
+            async with self.scheduler.slot(provider.config.id, provider.config.max_concurrency, request.priority):
+                start = self.clock.monotonic()
+                try:
+                    with anyio.fail_after(limit):
+                        result = await client.generate(spec, request)
+                except TimeoutError:
+                    raise timed_out(member, limit) from None
+                except Exception as exc:
+                    raise classify_exception(exc, member) from exc
+        except ModelError as error:
+            self._verdict(member, error, judge)
+            self._emit(
+                CallRecord(ref, member, request.priority, False, self.clock.monotonic() - start, None, error.kind)
+            )
+            raise
+        except BaseException:
+            if judge:
+                self.breakers[member].release()
+            raise
+        self._verdict(member, None, judge)
+        result = replace(result, model=member)
+        self._emit(CallRecord(ref, member, request.priority, False, self.clock.monotonic() - start, result.usage))
+        return result
+
+    async def _stream_member(
+        self, member: str, request: ModelRequest, *, ref: str
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """One ``stream`` on one member. The first event must come within the whole-call timeout, each later one
+        within the read timeout (a long answer that keeps streaming is never cut)."""
+        start = self.clock.monotonic()
+        try:
+            provider, client, spec = self._resolve(member)
+            async with self.scheduler.slot(provider.config.id, provider.config.max_concurrency, request.priority):
+                start = self.clock.monotonic()
+                events = client.stream(spec, request)
+                try:
+                    limit = provider.config.timeout_seconds
+                    while True:
+                        event = await _next_event(events, member, limit)
+                        limit = provider.config.read_timeout_seconds
+                        if isinstance(event, StreamDone):
+                            result = replace(event.result, model=member)
+                            self._verdict(member, None, True)
+                            latency = self.clock.monotonic() - start
+                            self._emit(CallRecord(ref, member, request.priority, True, latency, result.usage))
+                            yield StreamDone(result)
+                            return
+                        yield event
+                finally:
+                    closer = getattr(events, "aclose", None)
+                    if closer is not None:
+                        with anyio.CancelScope(shield=True):
+                            await closer()
+        except ModelError as error:
+            self._verdict(member, error, True)
+            self._emit(
+                CallRecord(ref, member, request.priority, True, self.clock.monotonic() - start, None, error.kind)
+            )
+            raise
+        except BaseException:
+            self.breakers[member].release()
+            raise
+
+
+async def _next_event(events: AsyncIterator[StreamEvent], member: str, limit: float) -> StreamEvent:
+    """The next event of a provider stream within ``limit`` seconds, every failure classified."""
+    try:
+        with anyio.fail_after(limit):
+            return await events.__anext__()
+    except StopAsyncIteration:
+        raise stream_cut(member, "the stream ended without a result") from None
+    except TimeoutError:
+        raise timed_out(member, limit, "stream") from None
+    except ModelError:
+        raise
+    except Exception as exc:
+        raise classify_exception(exc, member) from exc
+
+
+def _seed(seed: int | str | None) -> int | None:
+    """A stable integer seed from a group's own seed or the gateway's seed and the group name."""
+    if seed is None or isinstance(seed, int):
+        return seed
+    return int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "big")

@@ -1,0 +1,85 @@
+"""What ``ishiki models [DIR] [--json] [--probe]`` shows: providers, groups, models, breakers, probe results.
+
+``models_report`` builds the whole answer as JSON-ready data so the CLI only prints it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+if TYPE_CHECKING:
+    from ishiki_host.config.models import ModelsConfig
+    from ishiki_host.gateway.gateway import Gateway, ProbeResult
+
+__all__ = ["models_report"]
+
+
+async def models_report(config: ModelsConfig, gateway: Gateway | None, probe: bool) -> dict[str, Any]:
+    """The report of ``config``; with a gateway, each model's breaker state and its provider's error and
+    counters; with ``probe``, one tiny request to every model (concurrently) with its latency or error.
+
+    ``probe`` needs a gateway (``ValueError`` otherwise).
+    """
+    if probe and gateway is None:
+        raise ValueError("probing models needs a gateway")
+    status = gateway.status() if gateway is not None else None
+    probes = await _probe_all(gateway, config) if probe and gateway is not None else {}
+    providers = []
+    models = []
+    for provider in config.providers.values():
+        entry: dict[str, Any] = {
+            "id": provider.id,
+            "api": provider.api,
+            "base_url": provider.base_url,
+            "max_concurrency": provider.max_concurrency,
+            "models": [m.id for m in provider.models],
+        }
+        if status is not None:
+            entry.update({k: status["providers"][provider.id][k] for k in ("error", "calls", "failures", "tokens")})
+        providers.append(entry)
+        for spec in provider.models:
+            ref = f"{provider.id}:{spec.id}"
+            model: dict[str, Any] = {
+                "ref": ref,
+                "provider": provider.id,
+                "id": spec.id,
+                "context_window": spec.context_window,
+                "max_tokens": spec.max_tokens,
+                "input": list(spec.input),
+                "tool_call": spec.tool_call,
+                "groups": [g.name for g in config.groups.values() if ref in g.members],
+            }
+            if status is not None:
+                model["breaker"] = status["members"].get(ref)
+            if ref in probes:
+                model["probe"] = probes[ref].to_dict()
+            models.append(model)
+    groups = [
+        {
+            "name": group.name,
+            "strategy": group.strategy,
+            "members": list(group.members),
+            "circuit_breaker": {
+                "failure_threshold": group.circuit_breaker.failure_threshold,
+                "cooldown_seconds": group.circuit_breaker.cooldown_seconds,
+            },
+            "seed": group.seed,
+        }
+        for group in config.groups.values()
+    ]
+    return {"file": config.file, "providers": providers, "groups": groups, "models": models}
+
+
+async def _probe_all(gateway: Gateway, config: ModelsConfig) -> dict[str, ProbeResult]:
+    results: dict[str, ProbeResult] = {}
+
+    async def one(member: str) -> None:
+        results[member] = await gateway.probe(member)
+
+    async with anyio.create_task_group() as tg:
+        for provider in config.providers.values():
+            for spec in provider.models:
+                tg.start_soon(one, f"{provider.id}:{spec.id}")
+    return results

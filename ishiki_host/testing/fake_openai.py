@@ -1,0 +1,118 @@
+"""``FakeOpenAIServer``: the OpenAI Chat Completions protocol on 127.0.0.1 (``POST /v1/chat/completions``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ishiki_host.testing.fake_models import FakeModelServer, Reply, chunk_bytes
+from ishiki_host.testing.http_server import Response
+
+__all__ = ["FakeOpenAIServer"]
+
+CREATED = 1_700_000_000
+
+
+def _arguments(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
+
+
+def _pieces(text: str, size: int = 8) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _event(data: dict[str, Any] | str) -> bytes:
+    return f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
+
+
+class FakeOpenAIServer(FakeModelServer):
+    """A loopback OpenAI-compatible server. ``base_url`` is what a provider's ``baseUrl`` names.
+
+    Also answers with ``empty_choices()`` (a 200 with ``"choices": []``).
+    """
+
+    api = "openai-completions"
+    path = "/v1/chat/completions"
+
+    def empty_choices(self) -> None:
+        """Queue a 200 with an empty choices list."""
+        self.push(Response.json({"id": "chatcmpl-empty", "object": "chat.completion", "choices": []}))
+
+    def render(self, reply: Reply, body: dict[str, Any], stream: bool, serial: int) -> Response:
+        """A chat.completion, or its chunk stream ending in ``[DONE]``."""
+        model = str(body.get("model", "fake-model"))
+        calls = [
+            {
+                "id": call.id or f"call_{serial}_{i}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": _arguments(call.arguments)},
+            }
+            for i, call in enumerate(reply.tool_calls)
+        ]
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        usage = None
+        if reply.usage is not None:
+            usage = {
+                "prompt_tokens": reply.usage[0],
+                "completion_tokens": reply.usage[1],
+                "total_tokens": sum(reply.usage),
+            }
+        head = {"id": f"chatcmpl-{serial}", "created": CREATED, "model": model}
+        if not stream:
+            message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+            if calls:
+                message["tool_calls"] = calls
+            data = {
+                **head,
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            }
+            if usage is not None:
+                data["usage"] = usage
+            return Response.json(data)
+        return self._stream(reply, head, calls, finish, usage if body.get("stream_options") else None)
+
+    def _stream(
+        self, reply: Reply, head: dict[str, Any], calls: list[dict[str, Any]], finish: str, usage: dict[str, Any] | None
+    ) -> Response:
+        head = {**head, "object": "chat.completion.chunk"}
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+            return _event({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": piece}) for piece in _pieces(reply.text)]
+        for index, call in enumerate(calls):
+            start = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""},
+            }
+            events.append(chunk({"tool_calls": [start]}))
+            for piece in _pieces(call["function"]["arguments"], 5):
+                events.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+        events.append(chunk({}, finish))
+        if usage is not None:
+            events.append(_event({**head, "choices": [], "usage": usage}))
+        events.append(_event("[DONE]"))
+        headers = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
+        return Response(200, headers, chunks=chunk_bytes(events, reply.chunk_size))
+
+    def error_body(self, message: str, type: str, status: int) -> dict[str, Any]:
+        """``{"error": {"message", "type", "param", "code"}}``."""
+        return {"error": {"message": message, "type": type, "param": None, "code": None}}
+
+    def context_length_response(self) -> Response:
+        """OpenAI's 400 ``context_length_exceeded``."""
+        message = (
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. "
+            "Please reduce the length of the messages."
+        )
+        error = {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+        return Response.json({"error": error}, 400)
