@@ -5,10 +5,11 @@ microtasks, settling promises, freeing it) happens on this thread. The event loo
 one-way channels: ``post`` (worker to loop: batches of tool requests, then the final ``ProgramResult``) and
 ``inbox`` (loop to worker: ``Settlement``s, or ``None`` to stop).
 
-Time is enforced twice: before every call into QuickJS the CPU-time interrupt is set to the wall-clock time
-that remains (QuickJS measures it per call with the C ``clock()``, the process's CPU time, so under load a long
-synchronous stretch is stopped early, never late), and between microtasks and while waiting for tools the
-worker checks the wall-clock deadline itself. So ``while(true){}`` and ``while(true) await null`` both end.
+Time is enforced twice: between microtasks and while waiting for tools the worker checks the wall-clock
+deadline itself, and before every call into QuickJS it arms QuickJS's interrupt with the wall-clock time that
+remains. That interrupt counts the process's CPU time (C ``clock()``) from the start of the call, so a long
+synchronous stretch may end early when other threads of the process are busy, or late when this thread gets
+less than a whole CPU; it always ends. So ``while(true){}`` and ``while(true) await null`` both end.
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ class ProgramWorker:
         self.inbox.put(None)
 
     def run(self) -> None:
-        """Thread target: run the program, free the context, post the result."""
+        """Thread target: run the program, free the context, post the result (unless the host left)."""
         result = self._run_guarded()
-        self._post(result)
+        if not self._stop.is_set():
+            self._post(result)
 
     def _run_guarded(self) -> ProgramResult:
         # Every quickjs object lives in _run's frame, so it is freed here, on this thread, before the result
@@ -144,9 +146,10 @@ class ProgramWorker:
     def _drive(self, context: Any, host: Any) -> tuple[str, str]:
         while True:
             self._run_jobs(context, host)
+            # Calls made but not awaited still start: a program may fire a send and return.
+            self._flush()
             if self._finished is not None:
                 return self._finished
-            self._flush()
             if self._in_flight == 0:
                 raise _Abort("stalled", "the program is waiting for a promise that nothing will ever settle")
             for item in self._next_settlements():
@@ -281,6 +284,12 @@ class ProgramWorker:
             return self._failure("result_not_json", f"the program's result is not JSON: {message}")
         if is_out_of_memory(name, message):
             return self._failure("memory", self._out_of_memory().message)
+        if name == "Uncaught" and message == "null":
+            # QuickJS throws a bare null when memory is so short that not even the error object fits.
+            limit = self._limits.memory_limit_bytes
+            return self._failure(
+                "memory", f"the program threw null: it most likely ran out of memory ({limit} bytes, memoryLimitBytes)"
+            )
         return self._failure("thrown", format_js_error(name, message, error["stack"]))
 
     def _success(self, text: str) -> ProgramResult:
