@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from ishiki_host.tools.codemode._limits import LIMIT_KEYS, Limits, ProgramErrorKind, ProgramResult, ToolFn
 from ishiki_host.tools.codemode._runner import run_program
-from ishiki_host.tools.codemode._signatures import codemode_description, render_signature, render_signatures
+from ishiki_host.tools.codemode._signatures import (
+    CODEMODE_PARAMETERS,
+    codemode_description,
+    render_signature,
+    render_signatures,
+)
 
 __all__ = [
+    "CODEMODE_PARAMETERS",
     "LIMIT_KEYS",
     "Limits",
     "ProgramErrorKind",
