@@ -20,7 +20,7 @@ import json
 import re
 from importlib import resources
 
-__all__ = ["PRELUDE", "PROGRAM_LINE_OFFSET", "program_source", "tool_label"]
+__all__ = ["PRELUDE", "PROGRAM_LINE_OFFSET", "js_text", "program_source", "tool_label"]
 
 PROGRAM_LINE_OFFSET = 1
 
@@ -34,11 +34,23 @@ PRELUDE = _one_line(resources.files(__package__).joinpath("prelude.js").read_tex
 """The prelude as one line; evaluating it yields ``init(namesJson, program, maxLogChars)``."""
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def program_source(code: str) -> str:
     """The program as an async function expression whose first body line is source line 2."""
-    return "(async function program(tools) {\n" + code + "\n})"
+    return "(async function program(tools) {\n" + js_text(code) + "\n})"
+
+
+def js_text(text: str) -> str:
+    """``text`` made safe to hand to QuickJS: a lone surrogate (valid in JS and Python strings, but not UTF-8,
+    which the binding needs) becomes its ``\\uXXXX`` escape, which JSON and string literals read back as itself.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return text
 
 
 def tool_label(name: str) -> str:

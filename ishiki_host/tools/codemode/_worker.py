@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import _quickjs as quickjs
 
 from ishiki_host.tools.codemode._limits import ProgramErrorKind, ProgramResult
-from ishiki_host.tools.codemode._prelude import PRELUDE, program_source, tool_label
+from ishiki_host.tools.codemode._prelude import PRELUDE, js_text, program_source, tool_label
 from ishiki_host.tools.codemode._report import (
     exception_out_of_memory,
     format_js_error,
@@ -91,7 +91,7 @@ class ProgramWorker:
         self.inbox: queue.SimpleQueue[Settlement | None] = queue.SimpleQueue()
         self._code = code
         self._names = frozenset(tool_names)
-        self._names_json = json.dumps(sorted(self._names), ensure_ascii=False)
+        self._names_json = json.dumps(sorted(self._names))
         self._limits = limits
         self._deadline = deadline
         self._post = post
@@ -154,7 +154,7 @@ class ProgramWorker:
                 raise _Abort("stalled", "the program is waiting for a promise that nothing will ever settle")
             for item in self._next_settlements():
                 self._in_flight -= 1
-                self._call(context, host, "settle", item.call_id, item.ok, item.payload)
+                self._call(context, host, "settle", item.call_id, item.ok, js_text(item.payload))
 
     def _run_jobs(self, context: Any, host: Any) -> None:
         """Run microtasks until none is left or the program has an outcome, polling the prelude on the way."""

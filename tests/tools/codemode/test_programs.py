@@ -309,3 +309,25 @@ async def test_cancelling_during_a_busy_loop_leaves_no_thread_after_the_deadline
     with anyio.fail_after(5):
         while any(thread.name.startswith("ishiki-codemode-") for thread in threading.enumerate()):
             await anyio.lowlevel.checkpoint()
+
+
+async def test_lone_surrogates_cross_the_boundary_both_ways() -> None:
+    async def odd(args: dict[str, Any]) -> str:
+        return "x\ud800y" + args["s"]
+
+    async def odd_error(args: dict[str, Any]) -> str:
+        raise ValueError("bad \udc80")
+
+    code = """
+        const text = await tools.odd({ s: "\ud83d" });
+        let message;
+        try { await tools.odd_error({}); } catch (e) { message = e.message; }
+        return { text, message, literal: "\udfff" };
+    """
+    result = await run_program(code, {"odd": odd, "odd_error": odd_error}, SAFE)
+    assert result.ok, result.error
+    assert result.value == {
+        "text": "x\ud800y\ud83d",
+        "message": "tools.odd_error failed: ValueError: bad \\udc80",
+        "literal": "\udfff",
+    }
