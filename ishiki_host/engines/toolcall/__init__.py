@@ -1,0 +1,1 @@
+"""Built-in toolcall engines (entry-point group ``ishiki.engine.toolcall``)."""

@@ -1,0 +1,1 @@
+"""Built-in wakeup engines (entry-point group ``ishiki.engine.wakeup``)."""
