@@ -136,12 +136,12 @@ def profile_from_document(
     if not touched("channels"):
         claims, problems = compile_claims(data["channels"])
         errors.extend(_err(doc, path, message) for path, message in problems)
-    if models is not None and not touched("model"):
+    if models is not None and "model" in data and not touched("model"):
         errors.extend(_model_problems(doc, data["model"], models))
     engines = {kind: _engine(doc, kind, data[kind], catalog, errors) for kind in _ENGINE_KINDS if not touched(kind)}
     extends = () if touched("extends") else _extends(doc, data["extends"], dropped, catalog, errors)
     if errors:
-        return None, errors
+        return None, sorted(errors, key=lambda e: (e.line or 0, e.path))
     return _build(pid, file, persona, data, claims, engines, extends), errors
 
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["compiled", "did_you_mean", "schema_errors", "with_defaults"]
 
-_SECRET = re.compile(r"(key|token|secret|password|auth)", re.IGNORECASE)
+_HIDDEN = "<hidden>"
+_SECRET = re.compile(r"(key|token|secret|password|passwd|authorization|credentials?)$", re.IGNORECASE)
 _COMPILED: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
 
@@ -147,7 +148,8 @@ def _article(word: str) -> str:
 
 
 def _value_note(instance: Any, shown: str) -> str:
-    return f" ({shown})" if isinstance(instance, str | int | float) and not isinstance(instance, bool) else ""
+    plain = isinstance(instance, str | int | float) and not isinstance(instance, bool)
+    return f" ({shown})" if plain and shown != _HIDDEN else ""
 
 
 def _secret(path: tuple[Key, ...]) -> bool:
@@ -156,12 +158,12 @@ def _secret(path: tuple[Key, ...]) -> bool:
 
 def _show(value: Any, path: tuple[Key, ...]) -> str:
     if _secret(path):
-        return "<hidden>"
+        return _HIDDEN
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _strip_secret(message: str, instance: Any, path: tuple[Key, ...]) -> str:
     if _secret(path) and isinstance(instance, str) and instance:
-        return message.replace(repr(instance), "<hidden>")
+        return message.replace(repr(instance), _HIDDEN)
     return message if len(message) <= 200 else message[:197] + "..."
