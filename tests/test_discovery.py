@@ -45,7 +45,11 @@ def test_test_distribution_is_recorded_with_its_distribution(plugin_registry: Pl
         ("ishiki.ext.broken", "load", "RuntimeError: ishiki-test-plugins: broken on purpose"),
         ("ishiki.ext.missing", "load", "ModuleNotFoundError: No module named 'ishiki_test_plugins.nowhere'"),
         ("ishiki.engine.wakeup.notaclass", "invalid", "names a function, not a class (subclass WakeupEngine)"),
-        ("ishiki.engine.wakeup.wrongbase", "invalid", "WrongBase is not a subclass of ishiki_host.plugins.base.WakeupEngine"),
+        (
+            "ishiki.engine.wakeup.wrongbase",
+            "invalid",
+            "WrongBase is not a subclass of ishiki_host.plugins.base.WakeupEngine",
+        ),
         ("ishiki.engine.context.future", "incompatible", "declares plugin API '2.0'; this host speaks 1.0"),
         ("ishiki.ext.badschema", "invalid", "BadSchema.config_schema is not a valid JSON Schema"),
     ],
@@ -57,7 +61,8 @@ def test_broken_plugins_are_recorded_not_fatal(
     assert record is not None
     assert record.status == "error"
     assert record.error_kind == kind
-    assert record.error is not None and error in record.error
+    assert record.error is not None
+    assert error in record.error
     assert "\n" not in record.error
     assert plugin_registry.spec(service) is None
     assert plugin_registry.plugin(service) is None
@@ -113,7 +118,8 @@ class _DefaultOn(Extension):
 def test_default_enabled_is_honoured_only_for_the_host_distribution(plugin_registry: PluginRegistry) -> None:
     assert "sticky" not in plugin_registry.default_extensions()
     spec = plugin_registry.spec("ishiki.ext.sticky")
-    assert spec is not None and not spec.default_enabled
+    assert spec is not None
+    assert not spec.default_enabled
     builtin = ServiceRecord("ishiki.ext", "memo", "x:_DefaultOn", "ishiki-host", "0.1.0", plugin=_DefaultOn)
     third = ServiceRecord("ishiki.ext", "other", "y:_DefaultOn", "ishiki-ext-other", "1.0", plugin=_DefaultOn)
     assert PluginRegistry([builtin, third]).default_extensions() == ("memo",)

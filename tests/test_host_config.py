@@ -39,7 +39,12 @@ heartbeat: {catch_up_seconds: 10}
     host, errors = load_host_config(write(tmp_path, text), {})
     assert errors == []
     assert host.data_dir == tmp_path / "state"
-    assert (host.log_level, host.timezone, host.runtime_idle_seconds, host.fsync) == ("debug", "Europe/Paris", 60.0, "always")
+    assert (host.log_level, host.timezone, host.runtime_idle_seconds, host.fsync) == (
+        "debug",
+        "Europe/Paris",
+        60.0,
+        "always",
+    )
     assert host.scheduler == SchedulerSettings(0.5)
     assert host.memory == {"limit": 5, "extra_for_memory_extension": True}
     assert host.heartbeat == HeartbeatSettings(10.0)
@@ -60,7 +65,8 @@ def test_errors_name_key_and_line_and_fall_back_to_defaults(tmp_path: Path) -> N
 
 def test_malformed_file_is_one_error(tmp_path: Path) -> None:
     host, errors = load_host_config(write(tmp_path, "a: [\n"), {})
-    assert len(errors) == 1 and "invalid YAML" in errors[0].message
+    assert len(errors) == 1
+    assert "invalid YAML" in errors[0].message
     assert host.fsync == "turn"
 
 
@@ -88,4 +94,6 @@ channels:
 def test_secrets_are_not_repeated_in_errors(tmp_path: Path, plugin_registry: PluginRegistry) -> None:
     text = "channels:\n  testchat:\n    accounts:\n      - token: 12345\n"
     _, errors = load_host_config(write(tmp_path, text), {}, catalog=plugin_registry)
-    assert [(e.path, e.message) for e in errors] == [("channels.testchat.accounts[0].token", "expected a string, got integer")]
+    assert [(e.path, e.message) for e in errors] == [
+        ("channels.testchat.accounts[0].token", "expected a string, got integer")
+    ]

@@ -32,7 +32,9 @@ def load(
 ) -> Callable[..., ProfileLoad]:
     """Load ``profiles/p`` of a fresh config dir whose profile.yml is the given text."""
 
-    def run(text: str, persona: str | None = "You are P.\n", extra: dict[str, str | bytes] | None = None) -> ProfileLoad:
+    def run(
+        text: str, persona: str | None = "You are P.\n", extra: dict[str, str | bytes] | None = None
+    ) -> ProfileLoad:
         files: dict[str, str | bytes] = {"models.yaml": echo_models, **profile_files("p", text, persona or "")}
         if persona is None:
             del files["profiles/p/persona.md"]
@@ -61,8 +63,14 @@ def test_minimal_profile_gets_every_default(load: Callable[..., ProfileLoad]) ->
     assert profile.context.service == "ishiki.engine.context.standard"
     # the dataclass defaults repeat the schema's
     by_hand = Profile(
-        id="p", directory=profile.directory, file=profile.file, persona=profile.persona, model="default",
-        context=profile.context, wakeup=profile.wakeup, document=profile.document,
+        id="p",
+        directory=profile.directory,
+        file=profile.file,
+        persona=profile.persona,
+        model="default",
+        context=profile.context,
+        wakeup=profile.wakeup,
+        document=profile.document,
     )
     assert profile == by_hand
     assert profile.document["session"] == {"summarizer": "auto", "compact_threshold": 0.9}

@@ -139,7 +139,7 @@ def test_env_expansion_of_values_only() -> None:
     env = {"TOKEN": "s3cret", "EMPTY": "", "PORT": "8080"}
     text = (
         "token: ${TOKEN}\nurl: http://h:${PORT}/v1\nport: ${PORT}\nquoted: '${PORT}'\n"
-        "fallback: ${NOPE:-dflt}\nempty: ${EMPTY:-used}\nliteral: $${TOKEN}\n${TOKEN}: key\n"
+        "fallback: ${NOPE:-dflt}\nempty: ${EMPTY:-used}\nliteral: $${TOKEN}\n${TOKEN}: key\nblank: ${EMPTY}\n"
     )
     data, _, errors = parse(text, env)
     assert errors == []
@@ -152,6 +152,7 @@ def test_env_expansion_of_values_only() -> None:
         "empty": "used",
         "literal": "${TOKEN}",
         "${TOKEN}": "key",
+        "blank": "",
     }
 
 
@@ -182,4 +183,5 @@ def test_reference_expands_to_the_value(name: str, value: str, around: str) -> N
     assert expand_vars(f"{around}${{{name}}}{around}", {name: value}) == (f"{around}{value}{around}", [])
     result, problems = expand_vars(f"${{{name}}}", {})
     assert result == f"${{{name}}}"
-    assert problems and name in problems[0]
+    assert problems
+    assert name in problems[0]

@@ -10,7 +10,7 @@ built straight from the parser's events (no recursion, libyaml when available), 
 - limits on nesting depth and on values after alias expansion;
 - optional ``${VAR}`` expansion of string values (``ishiki_host.config.envvars``). A value expanded from a
   plain (unquoted) scalar is typed by YAML rules afterwards (``${PORT:-8}`` is the integer 8); quote it to keep
-  a string.
+  a string. An expansion that comes out empty is the empty string.
 """
 
 from __future__ import annotations
@@ -335,6 +335,8 @@ class _Builder:
         if self.env is not None and "$" in value and event.tag in (None, "!"):
             value, problems = expand_vars(value, self.env)
             self.errors.extend(self.fail(problem, event, path) for problem in problems)
+            if not value:
+                return ""  # an empty expansion is an empty string, not YAML's null
         tag = event.tag if event.tag not in (None, "!") else _resolve(value, event.implicit)
         constructor = _CONSTRUCTOR.yaml_constructors.get(tag)
         if constructor is None or tag in (_MERGE, "tag:yaml.org,2002:binary"):

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
 
 __all__ = [
+    "PHASES",
     "PROJECT",
     "hookimpl",
     "hookspec",
@@ -43,6 +44,13 @@ PROJECT = "ishiki"
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+PHASES: dict[str, tuple[str, ...]] = {
+    "Lifecycle": ("ishiki_attach", "ishiki_stop"),
+    "Every turn": ("ishiki_tools", "ishiki_instructions", "ishiki_turn_finished"),
+    "Command layer": ("ishiki_commands", "ishiki_status"),
+}
+"""The hooks by phase, as the reference documents them."""
 
 
 # --- lifecycle -------------------------------------------------------------------------------------------

@@ -31,12 +31,20 @@ def hook_names() -> list[str]:
 def render_hookspecs() -> str:
     """``docs/hookspecs.md``: the module docstring, then each hook's signature and docstring."""
     lines = ["# Extension hooks", "", _HEADER, "", inspect.cleandoc(hookspecs.__doc__ or ""), ""]
-    for name in hook_names():
-        function = getattr(hookspecs, name)
-        signature = inspect.signature(function, eval_str=False)
-        lines += [f"## `{name}`", "", "```python", f"def {name}{signature}", "```", ""]
-        lines += [inspect.getdoc(function) or "", ""]
+    for phase, names in hookspecs.PHASES.items():
+        lines += [f"## {phase}", ""]
+        for name in names:
+            function = getattr(hookspecs, name)
+            lines += [f"### `{name}`", "", "```python", f"def {name}{_signature(function)}: ...", "```", ""]
+            lines += [inspect.getdoc(function) or "", ""]
     return "\n".join(lines)
+
+
+def _signature(function: object) -> str:
+    """The signature as written in the source (annotations unquoted)."""
+    signature = inspect.signature(function, eval_str=False)  # type: ignore[arg-type]
+    params = ", ".join(f"{p.name}: {p.annotation}" for p in signature.parameters.values())
+    return f"({params}) -> {signature.return_annotation}"
 
 
 def render_builtins(registry: PluginRegistry | None = None) -> str:

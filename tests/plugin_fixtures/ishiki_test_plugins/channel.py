@@ -15,7 +15,10 @@ class TestChat(Channel):
         "type": "object",
         "additionalProperties": False,
         "required": ["token"],
-        "properties": {"token": {"type": "string", "minLength": 1}, "mentionRequired": {"type": "boolean", "default": True}},
+        "properties": {
+            "token": {"type": "string", "minLength": 1},
+            "mentionRequired": {"type": "boolean", "default": True},
+        },
     }
 
     def create(self, ctx: Any, account: Mapping[str, Any]) -> Mapping[str, Any]:
