@@ -114,4 +114,5 @@ def test_example_profiles_load() -> None:
         assert state.state in ("ready", "waiting"), [e.describe() for e in state.errors]
         # until the gateway's model APIs are installed, only they may be missing
         assert all(name.startswith("ishiki.provider.") for name in state.missing), state.missing
-        assert state.profile is not None and state.profile.persona.strip()
+        assert state.profile is not None
+        assert state.profile.persona.strip()

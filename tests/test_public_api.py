@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-PUBLIC_MODULES = ["ishiki_host", "ishiki_host.core", "ishiki_host.errors"]
+PUBLIC_MODULES = ["ishiki_host", "ishiki_host.config", "ishiki_host.core", "ishiki_host.errors", "ishiki_host.plugins"]
 
 
 def _exported_candidates(module: object) -> set[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,8 @@ __all__ = ["compiled", "did_you_mean", "schema_errors", "with_defaults"]
 _HIDDEN = "<hidden>"
 _SECRET = re.compile(r"(key|token|secret|password|passwd|authorization|credentials?)$", re.IGNORECASE)
 _COMPILED: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+_VALID: set[tuple[int, str]] = set()  # (validator id, JSON of a small value) known to be valid
+_VALID_MAX = 4096
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
@@ -54,15 +57,19 @@ def with_defaults(schema: Mapping[str, Any], data: Any) -> Any:
         return [with_defaults(items, item) for item in data] if isinstance(items, Mapping) else data
     if not isinstance(data, dict):
         return data
-    result = dict(data)
-    for key, sub in schema.get("properties", {}).items():
-        if key not in result and "default" in sub:
-            result[key] = copy.deepcopy(sub["default"])
-        if key in result:
-            result[key] = with_defaults(sub, result[key])
+    properties: Mapping[str, Any] = schema.get("properties", {})
     extra = schema.get("additionalProperties")
+    if not properties and not isinstance(extra, Mapping):
+        return data
+    result = dict(data)
+    for key, sub in properties.items():
+        if key not in result and "default" in sub:
+            default = sub["default"]
+            result[key] = copy.deepcopy(default) if isinstance(default, dict | list) else default
+        if key in result and isinstance(result[key], dict | list):
+            result[key] = with_defaults(sub, result[key])
     if isinstance(extra, Mapping):
-        for key in result.keys() - schema.get("properties", {}).keys():
+        for key in result.keys() - properties.keys():
             result[key] = with_defaults(extra, result[key])
     return result
 
@@ -78,13 +85,28 @@ def schema_errors(
 
     ``prefix`` is where ``data`` sits in ``doc`` (a plugin's block inside a profile).
     """
+    key = _memo_key(validator, data)
+    if key is not None and key in _VALID:
+        return []
     found: list[ConfigError] = []
     for err in validator.iter_errors(data):
         for path, message in _describe(err):
             full = (*prefix, *path)
             found.append(error(message, file=doc.file, line=doc.line(full), path=format_path(full)))
     found.sort(key=lambda e: (e.line or 0, e.path))
+    if key is not None and not found and len(_VALID) < _VALID_MAX:
+        _VALID.add(key)
     return found
+
+
+def _memo_key(validator: Draft202012Validator, data: Any) -> tuple[int, str] | None:
+    """A key for remembering that small ``data`` is valid (profiles repeat the same engine blocks)."""
+    if not isinstance(data, dict) or len(data) > 8:
+        return None
+    try:
+        return id(validator), json.dumps(data, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
 
 
 def _describe(err: ValidationError) -> list[tuple[tuple[Key, ...], str]]:

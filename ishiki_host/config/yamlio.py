@@ -211,20 +211,17 @@ class _Builder:
         return self.error(message, file=self.file, line=_line(event), path=format_path(path))
 
     def feed(self, event: ev.Event) -> None:
-        if isinstance(event, ev.StreamEndEvent):
-            self.done = True
-        elif isinstance(event, ev.DocumentStartEvent):
-            self.documents += 1
-            if self.documents > 1:
-                raise self.fail("several YAML documents in one file; expected one", event)
-        elif isinstance(event, ev.MappingStartEvent | ev.SequenceStartEvent):
-            self.open(event)
-        elif isinstance(event, ev.MappingEndEvent | ev.SequenceEndEvent):
-            self.close(event)
-        elif isinstance(event, ev.ScalarEvent):
-            self.scalar(event)
-        elif isinstance(event, ev.AliasEvent):
-            self.alias(event)
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def end(self, event: ev.Event) -> None:
+        self.done = True
+
+    def document(self, event: ev.Event) -> None:
+        self.documents += 1
+        if self.documents > 1:
+            raise self.fail("several YAML documents in one file; expected one", event)
 
     def count(self, n: int, height: int, event: ev.Event) -> None:
         self.values += n
@@ -346,3 +343,15 @@ class _Builder:
             return constructor(_CONSTRUCTOR, node)
         except (ValueError, yaml.YAMLError) as exc:
             raise self.fail(f"bad {tag.rsplit(':', 1)[-1]} value {value!r}", event) from exc
+
+
+_HANDLERS: dict[type, Any] = {
+    ev.StreamEndEvent: _Builder.end,
+    ev.DocumentStartEvent: _Builder.document,
+    ev.MappingStartEvent: _Builder.open,
+    ev.SequenceStartEvent: _Builder.open,
+    ev.MappingEndEvent: _Builder.close,
+    ev.SequenceEndEvent: _Builder.close,
+    ev.ScalarEvent: _Builder.scalar,
+    ev.AliasEvent: _Builder.alias,
+}

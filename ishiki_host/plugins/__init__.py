@@ -19,11 +19,11 @@ from ishiki_host.plugins.hooks import IshikiPluginManager, await_results, call_h
 from ishiki_host.plugins.hookspecs import hookimpl
 
 __all__ = [
-    "GROUPS",
     "Channel",
     "ConfigDir",
     "ContextEngine",
     "Extension",
+    "GROUPS",
     "IshikiPluginManager",
     "ModelAPI",
     "Plugin",
