@@ -23,7 +23,6 @@ __all__ = [
     "ConfigDir",
     "ContextEngine",
     "Extension",
-    "GROUPS",
     "IshikiPluginManager",
     "ModelAPI",
     "Plugin",
