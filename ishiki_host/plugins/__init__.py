@@ -4,7 +4,6 @@ activation gating of a config directory.
 
 from ishiki_host.plugins.activation import ProfileState, activate, required_services
 from ishiki_host.plugins.base import (
-    GROUPS,
     Channel,
     ContextEngine,
     Extension,
