@@ -146,6 +146,21 @@ class _GivenEntryPoints(ExtensionManager[Any]):
     def list_entry_points(self) -> list[Any]:
         return list(self._given)
 
+    def _load_one_plugin(self, ep: Any, *args: Any) -> Any:
+        # stevedore re-raises AssertionError, and SystemExit is no Exception: neither may stop the host
+        try:
+            return super()._load_one_plugin(ep, *args)
+        except (AssertionError, SystemExit) as exc:
+            raise _FatalImport(exc) from exc
+
+
+class _FatalImport(Exception):
+    """Carries an import failure stevedore would not hand to the failure callback."""
+
+    def __init__(self, original: BaseException) -> None:
+        self.original = original
+        super().__init__(str(original))
+
 
 def discover(groups: Iterable[str] = GROUPS) -> PluginRegistry:
     """Load every entry point of ``groups`` and record each one's outcome. Never raises for a bad plugin."""
@@ -222,6 +237,7 @@ def _conflicts(records: list[ServiceRecord]) -> list[ServiceRecord]:
 
 
 def _one_line(exc: BaseException) -> str:
+    exc = exc.original if isinstance(exc, _FatalImport) else exc
     text = str(exc).strip().splitlines()
     line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     return line if len(line) <= 300 else line[:297] + "..."
