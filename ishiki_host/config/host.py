@@ -75,11 +75,11 @@ def load_host_config(
     path = config_dir / HOST_FILE
     display = str(path)
     if not path.exists():
-        return _build(config_dir, with_defaults(load_schema("host"), {}), None, catalog), []
+        return _build(config_dir, with_defaults(load_schema("host"), {}), None), []
     try:
         doc = load_yaml(path, display, HostConfigInvalid, os.environ if env is None else env)
     except HostConfigInvalid as exc:
-        return _build(config_dir, with_defaults(load_schema("host"), {}), display, catalog), [exc]
+        return _build(config_dir, with_defaults(load_schema("host"), {}), display), [exc]
     return host_from_document(config_dir, doc, catalog)
 
 
@@ -102,7 +102,7 @@ def host_from_document(
     channels, problems = _channels(doc, data["channels"], catalog)
     errors.extend(problems)
     errors.sort(key=lambda e: (e.line or 0, e.path))
-    return _build(config_dir, data, doc.file, catalog, channels), errors
+    return _build(config_dir, data, doc.file, channels), errors
 
 
 def _timezone_problems(doc: YamlDocument, data: Mapping[str, Any]) -> list[ConfigError]:
@@ -146,7 +146,6 @@ def _build(
     config_dir: Path,
     data: Mapping[str, Any],
     file: str | None,
-    catalog: ServiceCatalog | None,
     channels: Mapping[str, tuple[Mapping[str, Any], ...]] | None = None,
 ) -> HostConfig:
     return HostConfig(
