@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml $(wildcard packages/*/pyproject.toml)
 	touch $(STAMP)
 
 run: setup
-	$(BIN)/ishiki run .
+	$(BIN)/ishiki check .
 
 lint: setup
 	$(BIN)/ruff check .
@@ -36,6 +36,7 @@ bench: setup
 
 docs: setup
 	$(BIN)/python -m ishiki_host.config.reference docs/reference
+	$(BIN)/python -m ishiki_host.plugins.reference docs
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

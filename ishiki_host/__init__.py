@@ -23,23 +23,41 @@ from ishiki_host.core import (
     ToolSpec,
     Usage,
 )
+from ishiki_host.plugins.base import (
+    Channel,
+    ContextEngine,
+    Extension,
+    ModelAPI,
+    Plugin,
+    ToolcallEngine,
+    WakeupEngine,
+)
+from ishiki_host.plugins.hookspecs import hookimpl
 
 __all__ = [
+    "Channel",
     "Clock",
+    "ContextEngine",
     "Entry",
+    "Extension",
     "FakeClock",
     "ImagePart",
     "LanguageModel",
     "Message",
+    "ModelAPI",
     "ModelRequest",
     "ModelResult",
+    "Plugin",
     "SystemClock",
     "TextPart",
     "Tool",
     "ToolCall",
     "ToolResult",
     "ToolSpec",
+    "ToolcallEngine",
     "Usage",
+    "WakeupEngine",
     "__version__",
     "errors",
+    "hookimpl",
 ]

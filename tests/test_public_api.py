@@ -10,9 +10,11 @@ import pytest
 PUBLIC_MODULES = [
     "ishiki_host",
     "ishiki_host.channels",
+    "ishiki_host.config",
     "ishiki_host.core",
     "ishiki_host.errors",
     "ishiki_host.gateway",
+    "ishiki_host.plugins",
     "ishiki_host.runtime",
     "ishiki_host.runtime.resources",
     "ishiki_host.testing",

@@ -36,7 +36,7 @@ def test_the_test_example_passes(tmp_path: Path) -> None:
 
 
 def test_the_rules_example_loads() -> None:
-    rules_block = next(block for block in blocks("yaml") if block.startswith("rules:"))
+    rules_block = next(block for block in blocks("yaml") if block.startswith("# scripted rules\n"))
     rules = load_rules(yaml.safe_load(rules_block)["rules"], None)
     assert [rule.matches("Hi there") for rule in rules] == [False, True, True]
     assert rules[0].tool_calls == (("read", '{"url": "local://forecast.txt"}'),)

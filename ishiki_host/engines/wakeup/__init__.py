@@ -1,4 +1,4 @@
-"""Wakeup engine variants: the pure scoring cores of ``willingness`` and ``jev``.
+"""Built-in wakeup engines (group ``ishiki.engine.wakeup``) and the scoring cores of ``willingness``, ``jev``.
 
 ``willingness_model`` keeps a per-channel score and rolls a seeded die; ``jev_model`` applies rules, a
 cooldown and a judge model's strict JSON verdict. The engines that subscribe to a runtime build on them.

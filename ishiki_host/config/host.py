@@ -1,0 +1,162 @@
+"""Loading ``ishiki.yaml``, the host settings of a config directory.
+
+The file is optional: without it every default applies. String values get ``${VAR}`` expansion (tokens live
+in the environment). Channel accounts are checked against the channel's own schema when it is installed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ishiki_host.config.schemas import load_schema
+from ishiki_host.config.services import CHANNEL_GROUP, ServiceCatalog, service_name
+from ishiki_host.config.validation import compiled, did_you_mean, schema_errors, with_defaults
+from ishiki_host.config.yamlio import YamlDocument, format_path, load_yaml
+from ishiki_host.errors import ConfigError, HostConfigInvalid
+
+__all__ = [
+    "HOST_FILE",
+    "HeartbeatSettings",
+    "HostConfig",
+    "SchedulerSettings",
+    "host_from_document",
+    "load_host_config",
+]
+
+HOST_FILE = "ishiki.yaml"
+FsyncPolicy = Literal["always", "turn", "never"]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """The model call scheduler: background calls wait ``interactive_grace_seconds`` after interactive ones."""
+
+    interactive_grace_seconds: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatSettings:
+    """Beats missed while the host was down run at start when at most ``catch_up_seconds`` late."""
+
+    catch_up_seconds: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class HostConfig:
+    """All of ``ishiki.yaml`` with defaults applied. ``data_dir`` is resolved against the config directory.
+
+    ``channels`` maps a platform to its account entries (each validated by the channel's schema, with its
+    defaults, when the channel is installed). ``memory`` is the memory extension's open settings block.
+    """
+
+    data_dir: Path
+    log_level: str = "info"
+    timezone: str = "UTC"
+    runtime_idle_seconds: float = 900.0
+    fsync: FsyncPolicy = "turn"
+    channels: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    memory: Mapping[str, Any] = field(default_factory=lambda: {"limit": 20})
+    heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
+    file: str | None = None
+
+
+def load_host_config(
+    config_dir: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    catalog: ServiceCatalog | None = None,
+) -> tuple[HostConfig, list[ConfigError]]:
+    """Load ``config_dir/ishiki.yaml`` (defaults when absent); ``env`` defaults to ``os.environ``."""
+    path = config_dir / HOST_FILE
+    display = str(path)
+    if not path.exists():
+        return _build(config_dir, with_defaults(load_schema("host"), {}), None), []
+    try:
+        doc = load_yaml(path, display, HostConfigInvalid, os.environ if env is None else env)
+    except HostConfigInvalid as exc:
+        return _build(config_dir, with_defaults(load_schema("host"), {}), display), [exc]
+    return host_from_document(config_dir, doc, catalog)
+
+
+def host_from_document(
+    config_dir: Path, doc: YamlDocument, catalog: ServiceCatalog | None = None
+) -> tuple[HostConfig, list[ConfigError]]:
+    """Validate a parsed ``ishiki.yaml``; invalid values fall back to their defaults in the result."""
+    data = {} if doc.data is None else doc.data
+    errors: list[ConfigError] = list(doc.errors)
+    if not isinstance(data, dict):
+        errors.append(HostConfigInvalid("expected a mapping of settings", file=doc.file, line=doc.line(())))
+        data = {}
+    found = schema_errors(compiled(load_schema("host")), data, doc, HostConfigInvalid)
+    errors.extend(found)
+    bad_top = {e.path.split(".", 1)[0].split("[", 1)[0] for e in found}
+    data = with_defaults(load_schema("host"), {k: v for k, v in data.items() if k not in bad_top})
+    errors.extend(_timezone_problems(doc, data))
+    if any(e.path == "timezone" for e in errors):
+        data["timezone"] = "UTC"
+    channels, problems = _channels(doc, data["channels"], catalog)
+    errors.extend(problems)
+    errors.sort(key=lambda e: (e.line or 0, e.path))
+    return _build(config_dir, data, doc.file, channels), errors
+
+
+def _timezone_problems(doc: YamlDocument, data: Mapping[str, Any]) -> list[ConfigError]:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    name = data["timezone"]
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        message = f"unknown time zone '{name}' (an IANA name such as 'Europe/Paris' or 'UTC')"
+        return [HostConfigInvalid(message, file=doc.file, line=doc.line(("timezone",)), path="timezone")]
+    return []
+
+
+def _channels(
+    doc: YamlDocument, raw: Mapping[str, Any], catalog: ServiceCatalog | None
+) -> tuple[dict[str, tuple[Mapping[str, Any], ...]], list[ConfigError]]:
+    channels: dict[str, tuple[Mapping[str, Any], ...]] = {}
+    problems: list[ConfigError] = []
+    for platform, block in raw.items():
+        accounts = list(block.get("accounts", []))
+        spec = catalog.spec(service_name(CHANNEL_GROUP, platform)) if catalog else None
+        if spec is None:
+            hint = did_you_mean(platform, catalog.names(CHANNEL_GROUP)) if catalog else ""
+            if hint:  # most likely a typo of an installed channel, not a channel still to be installed
+                path = ("channels", platform)
+                message = f"no channel '{platform}' is installed{hint}"
+                problems.append(HostConfigInvalid(message, file=doc.file, line=doc.line(path), path=format_path(path)))
+            channels[platform] = tuple(accounts)
+            continue
+        validator = compiled(spec.config_schema)
+        for index, account in enumerate(accounts):
+            problems.extend(
+                schema_errors(validator, account, doc, HostConfigInvalid, ("channels", platform, "accounts", index))
+            )
+        channels[platform] = tuple(with_defaults(spec.config_schema, a) for a in accounts)
+    return channels, problems
+
+
+def _build(
+    config_dir: Path,
+    data: Mapping[str, Any],
+    file: str | None,
+    channels: Mapping[str, tuple[Mapping[str, Any], ...]] | None = None,
+) -> HostConfig:
+    return HostConfig(
+        data_dir=config_dir / data["data_dir"],
+        log_level=data["log_level"],
+        timezone=data["timezone"],
+        runtime_idle_seconds=float(data["runtime_idle_seconds"]),
+        fsync=data["fsync"],
+        channels=dict(channels or {}),
+        scheduler=SchedulerSettings(float(data["scheduler"]["interactive_grace_seconds"])),
+        memory=dict(data["memory"]),
+        heartbeat=HeartbeatSettings(float(data["heartbeat"]["catch_up_seconds"])),
+        file=file,
+    )

@@ -1,0 +1,280 @@
+"""Loading one profile directory: ``profiles/<id>/profile.yml`` (or ``.yaml``) and ``persona.md`` beside it.
+
+The profile is checked against the shipped schema, then each engine's and extension's block against the
+schema that service declares (when it is installed: a missing service is the activation's business, not an
+error here). Every problem names the file, the key path and the line, and the load carries on to find the
+others. Only ``enable: false`` stops it early: a disabled profile is not checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ishiki_host.config.claims import Claims, compile_claims
+from ishiki_host.config.profile_types import (
+    CodemodeConfig,
+    EngineChoice,
+    EngineKind,
+    ExtensionUse,
+    FailoverConfig,
+    Profile,
+    ResourcesConfig,
+    SessionConfig,
+    ToolsearchConfig,
+    TrustConfig,
+    TypingConfig,
+)
+from ishiki_host.config.schemas import load_schema
+from ishiki_host.config.services import ENGINE_GROUPS, EXTENSION_GROUP, ServiceCatalog, service_name
+from ishiki_host.config.validation import compiled, did_you_mean, schema_errors, with_defaults
+from ishiki_host.config.yamlio import Key, YamlDocument, format_path, line_of, load_yaml, read_text
+from ishiki_host.errors import ConfigError, ProfileInvalid
+
+if TYPE_CHECKING:
+    from ishiki_host.config.models import ModelsConfig
+
+__all__ = ["PERSONA_FILE", "PROFILE_FILES", "ProfileLoad", "load_profile", "profile_from_document"]
+
+PROFILE_FILES = ("profile.yml", "profile.yaml")
+PERSONA_FILE = "persona.md"
+_SECTIONS = frozenset(
+    ("channels", "extends", "context", "wakeup", "toolcall", "failover", "codemode", "toolsearch", "typing")
+) | {"resources", "trust", "session"}
+_ENGINE_KINDS: tuple[EngineKind, ...] = ("context", "wakeup", "toolcall")
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileLoad:
+    """What loading one profile directory gave: the profile when valid, else its errors.
+
+    ``file`` is the profile file as shown in messages (``None`` when there is none); ``disabled`` is true for
+    ``enable: false``.
+    """
+
+    id: str
+    directory: Path
+    file: str | None
+    profile: Profile | None
+    disabled: bool = False
+    errors: tuple[ConfigError, ...] = ()
+    lines: Mapping[tuple[Key, ...], int] = field(default_factory=dict, repr=False)
+
+    def line(self, path: tuple[Key, ...]) -> int | None:
+        """The line of ``path`` in the profile file, or of its longest prefix that has one."""
+        return line_of(self.lines, path)
+
+
+def load_profile(
+    directory: Path,
+    display_dir: str,
+    catalog: ServiceCatalog | None = None,
+    models: ModelsConfig | None = None,
+) -> ProfileLoad:
+    """Load ``directory`` (shown as ``display_dir`` in messages). Never raises ``ConfigError``."""
+    pid = directory.name
+    present = [name for name in PROFILE_FILES if (directory / name).is_file()]
+    if len(present) != 1:
+        message = "both profile.yml and profile.yaml exist; keep one" if present else "no profile.yml in this directory"
+        return ProfileLoad(pid, directory, None, None, errors=(ProfileInvalid(message, file=display_dir),))
+    display = f"{display_dir}/{present[0]}"
+    try:
+        doc = load_yaml(directory / present[0], display, ProfileInvalid)
+    except ProfileInvalid as exc:
+        return ProfileLoad(pid, directory, display, None, errors=(exc,))
+    if isinstance(doc.data, dict) and doc.data.get("enable") is False:
+        return ProfileLoad(pid, directory, display, None, disabled=True, lines=doc.lines)
+    errors: list[ConfigError] = []
+    persona = _persona(directory, display_dir, errors)
+    profile, problems = profile_from_document(pid, directory / present[0], doc, persona, catalog, models)
+    errors.extend(problems)
+    return ProfileLoad(pid, directory, display, None if errors else profile, errors=tuple(errors), lines=doc.lines)
+
+
+def _persona(directory: Path, display_dir: str, errors: list[ConfigError]) -> str:
+    path = directory / PERSONA_FILE
+    display = f"{display_dir}/{PERSONA_FILE}"
+    if not path.exists():
+        errors.append(
+            ProfileInvalid("not found: write the persona's prompt in persona.md beside the profile", file=display)
+        )
+        return ""
+    try:
+        return read_text(path, display, ProfileInvalid)
+    except ProfileInvalid as exc:
+        errors.append(exc)
+        return ""
+
+
+def profile_from_document(
+    pid: str,
+    file: Path,
+    doc: YamlDocument,
+    persona: str = "",
+    catalog: ServiceCatalog | None = None,
+    models: ModelsConfig | None = None,
+) -> tuple[Profile | None, list[ConfigError]]:
+    """Validate a parsed profile and build it. ``models=None`` skips the check of the ``model`` reference."""
+    errors: list[ConfigError] = list(doc.errors)
+    data = doc.data
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else f"a {'list' if isinstance(data, list) else type(data).__name__}"
+        errors.append(
+            ProfileInvalid(
+                f"expected a mapping of profile keys (at least 'model:'), got {got}", file=doc.file, line=doc.line(())
+            )
+        )
+        return None, errors
+    data, dropped = _normalized(data)
+    schema = load_schema("profile")
+    errors.extend(schema_errors(compiled(schema), data, doc, ProfileInvalid))
+    touched = _Touched(errors)
+    data = with_defaults(schema, data)
+    claims = Claims()
+    if not touched("channels"):
+        claims, problems = compile_claims(data["channels"])
+        errors.extend(_err(doc, path, message) for path, message in problems)
+    if models is not None and "model" in data and not touched("model"):
+        errors.extend(_model_problems(doc, data["model"], models))
+    engines = {kind: _engine(doc, kind, data[kind], catalog, errors) for kind in _ENGINE_KINDS if not touched(kind)}
+    extends = () if touched("extends") else _extends(doc, data["extends"], dropped, catalog, errors)
+    if errors:
+        return None, sorted(errors, key=lambda e: (e.line or 0, e.path))
+    return _build(pid, file, persona, data, claims, engines, extends), errors
+
+
+class _Touched:
+    """Whether an error already sits under a top-level key (then later checks of that key are skipped)."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        self.keys = {e.path.split(".", 1)[0].split("[", 1)[0] for e in errors}
+
+    def __call__(self, key: str) -> bool:
+        return key in self.keys
+
+
+def _normalized(data: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """Empty sections become ``{}``; ``extends`` entries with ``enable: false`` are dropped (and returned)."""
+    result = {k: ({} if v is None and k in _SECTIONS else v) for k, v in data.items()}
+    dropped: set[str] = set()
+    extends = result.get("extends")
+    if isinstance(extends, dict):
+        kept = {}
+        for name, entry in extends.items():
+            if isinstance(entry, dict) and entry.get("enable") is False:
+                dropped.add(name)
+            else:
+                kept[name] = {} if entry is None else entry
+        result["extends"] = kept
+    for kind in ENGINE_GROUPS:
+        section = result.get(kind)
+        if isinstance(section, dict):
+            result[kind] = {k: ({} if v is None and k != "engine" else v) for k, v in section.items()}
+    return result, dropped
+
+
+def _err(doc: YamlDocument, path: tuple[Key, ...], message: str) -> ConfigError:
+    return ProfileInvalid(message, file=doc.file, line=doc.line(path), path=format_path(path))
+
+
+def _model_problems(doc: YamlDocument, model: str, models: ModelsConfig) -> list[ConfigError]:
+    if models.resolve(model) is not None:
+        return []
+    known = [*models.groups, *(f"{p.id}:{m.id}" for p in models.providers.values() for m in p.models)]
+    where = "models.yaml" if models.file is None else models.file
+    message = f"'{model}' names no group and no provider:modelId of {where}{did_you_mean(model, known)}"
+    return [_err(doc, ("model",), message)]
+
+
+def _engine(
+    doc: YamlDocument,
+    kind: EngineKind,
+    section: Mapping[str, Any],
+    catalog: ServiceCatalog | None,
+    errors: list[ConfigError],
+) -> EngineChoice:
+    name = section["engine"]
+    for other in section.keys() - {"engine", name}:
+        errors.append(_err(doc, (kind, other), f"options for engine '{other}', but {kind}.engine is '{name}'"))
+    block = section.get(name, {})
+    spec = catalog.spec(service_name(ENGINE_GROUPS[kind], name)) if catalog else None
+    if spec is None:
+        return EngineChoice(kind, name, block)
+    errors.extend(schema_errors(compiled(spec.config_schema), block, doc, ProfileInvalid, (kind, name)))
+    return EngineChoice(kind, name, with_defaults(spec.config_schema, block))
+
+
+def _extends(
+    doc: YamlDocument,
+    extends: Mapping[str, Any],
+    dropped: set[str],
+    catalog: ServiceCatalog | None,
+    errors: list[ConfigError],
+) -> tuple[ExtensionUse, ...]:
+    """On-by-default built-ins not named in the file (sorted), then the file's extensions in order."""
+
+    def use(name: str, config: Mapping[str, Any]) -> ExtensionUse:
+        spec = catalog.spec(service_name(EXTENSION_GROUP, name)) if catalog else None
+        if spec is None:
+            return ExtensionUse(name, config)
+        path = ("extends", name, "config")
+        errors.extend(schema_errors(compiled(spec.config_schema), config, doc, ProfileInvalid, path))
+        return ExtensionUse(name, with_defaults(spec.config_schema, config))
+
+    defaults = [n for n in (catalog.default_extensions() if catalog else ()) if n not in extends and n not in dropped]
+    return (*(use(name, {}) for name in defaults), *(use(name, entry["config"]) for name, entry in extends.items()))
+
+
+def _optional(section: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A feature section that is on: present and not ``enable: false``."""
+    return section if section is not None and section.get("enable", True) else None
+
+
+def _build(
+    pid: str,
+    file: Path,
+    persona: str,
+    data: Mapping[str, Any],
+    claims: Claims,
+    engines: Mapping[EngineKind, EngineChoice],
+    extends: tuple[ExtensionUse, ...],
+) -> Profile:
+    codemode, toolsearch, typing = (_optional(data.get(k)) for k in ("codemode", "toolsearch", "typing"))
+    failover, resources, trust, session = (data[k] for k in ("failover", "resources", "trust", "session"))
+    return Profile(
+        id=pid,
+        directory=file.parent,
+        file=file,
+        persona=persona,
+        model=data["model"],
+        mode=data["mode"],
+        claims=claims,
+        extends=extends,
+        context=engines["context"],
+        wakeup=engines["wakeup"],
+        toolcall=engines["toolcall"],
+        failover=FailoverConfig(failover["attempts"], failover["backoffMs"], failover["failoverOn"]),
+        codemode=_codemode(codemode) if codemode is not None else None,
+        toolsearch=ToolsearchConfig(toolsearch["maxResults"], tuple(toolsearch["resident"])) if toolsearch else None,
+        typing=TypingConfig(float(typing["charsPerSecond"]), typing["maxDelayMs"]) if typing else None,
+        resources=ResourcesConfig(resources["artifactThresholdChars"], resources["maxAssetBytes"]),
+        trust=TrustConfig(tuple(trust["owners"]), tuple(trust["trusted"]), trust["allow_unlisted"]),
+        session=SessionConfig(session["summarizer"], float(session["compact_threshold"])),
+        reply_with_text=data["reply_with_text"],
+        max_steps=data["max_steps"],
+        document=data,
+    )
+
+
+def _codemode(section: Mapping[str, Any]) -> CodemodeConfig:
+    return CodemodeConfig(
+        timeout_ms=section["timeoutMs"],
+        memory_limit_bytes=section["memoryLimitBytes"],
+        max_pending_jobs=section["maxPendingJobs"],
+        max_tool_input_bytes=section["maxToolInputBytes"],
+        max_tool_output_bytes=section["maxToolOutputBytes"],
+        max_result_bytes=section["maxResultBytes"],
+        direct=tuple(section["direct"]),
+    )

@@ -1,0 +1,191 @@
+"""JSON Schema validation with errors a person can act on, and defaults taken from the schema.
+
+Validators are compiled once per schema object and reused. Each error names the key path and the YAML line,
+says what was expected in plain words and, for an unknown key or value, suggests the closest known one.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ishiki_host.config.yamlio import Key, format_path
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
+
+    from ishiki_host.config.yamlio import YamlDocument
+    from ishiki_host.errors import ConfigError
+
+__all__ = ["compiled", "did_you_mean", "schema_errors", "with_defaults"]
+
+_HIDDEN = "<hidden>"
+_SECRET = re.compile(r"(key|token|secret|password|passwd|authorization|credentials?)$", re.IGNORECASE)
+_COMPILED: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+_VALID: set[tuple[int, str]] = set()  # (validator id, JSON of a small value) known to be valid
+_VALID_MAX = 4096
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
+
+
+def compiled(schema: Mapping[str, Any]) -> Draft202012Validator:
+    """The validator of ``schema``, compiled on first use (keyed by the schema object's identity)."""
+    hit = _COMPILED.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(schema)
+    _COMPILED[id(schema)] = (schema, validator)
+    return validator
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def with_defaults(schema: Mapping[str, Any], data: Any) -> Any:
+    """A copy of ``data`` with the schema's ``default`` values filled in for absent properties, recursively."""
+    if isinstance(data, list):
+        items = schema.get("items")
+        return [with_defaults(items, item) for item in data] if isinstance(items, Mapping) else data
+    if not isinstance(data, dict):
+        return data
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    extra = schema.get("additionalProperties")
+    if not properties and not isinstance(extra, Mapping):
+        return data
+    result = dict(data)
+    for key, sub in properties.items():
+        if key not in result and "default" in sub:
+            default = sub["default"]
+            result[key] = copy.deepcopy(default) if isinstance(default, dict | list) else default
+        if key in result and isinstance(result[key], dict | list):
+            result[key] = with_defaults(sub, result[key])
+    if isinstance(extra, Mapping):
+        for key in result.keys() - properties.keys():
+            result[key] = with_defaults(extra, result[key])
+    return result
+
+
+def schema_errors(
+    validator: Draft202012Validator,
+    data: Any,
+    doc: YamlDocument,
+    error: type[ConfigError],
+    prefix: Sequence[Key] = (),
+) -> list[ConfigError]:
+    """Every schema violation of ``data`` as a ``ConfigError`` of class ``error``, in document order.
+
+    ``prefix`` is where ``data`` sits in ``doc`` (a plugin's block inside a profile).
+    """
+    key = _memo_key(validator, data)
+    if key is not None and key in _VALID:
+        return []
+    found: list[ConfigError] = []
+    for err in validator.iter_errors(data):
+        for path, message in _describe(err):
+            full = (*prefix, *path)
+            found.append(error(message, file=doc.file, line=doc.line(full), path=format_path(full)))
+    found.sort(key=lambda e: (e.line or 0, e.path))
+    if key is not None and not found and len(_VALID) < _VALID_MAX:
+        _VALID.add(key)
+    return found
+
+
+def _memo_key(validator: Draft202012Validator, data: Any) -> tuple[int, str] | None:
+    """A key for remembering that small ``data`` is valid (profiles repeat the same engine blocks)."""
+    if not isinstance(data, dict) or len(data) > 8:
+        return None
+    try:
+        return id(validator), json.dumps(data, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+
+
+def _describe(err: ValidationError) -> list[tuple[tuple[Key, ...], str]]:
+    """(key path, message) pairs for one jsonschema error; an unknown-keys error gives one pair per key."""
+    path: tuple[Key, ...] = tuple(err.absolute_path)
+    kind, expected, instance, schema = err.validator, _value(err), err.instance, _schema(err)
+    if "propertyNames" in err.relative_schema_path:
+        return [((*path, str(instance)), str(schema.get("x-error", err.message)))]
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        known = list(schema.get("properties", {}))
+        extra = [k for k in instance if k not in known and not _pattern_match(schema, k)]
+        return [((*path, k), f"unknown key '{k}'{did_you_mean(str(k), known)}") for k in extra]
+    if kind == "required":
+        missing = [k for k in expected if isinstance(instance, dict) and k not in instance]
+        return [(path, f"missing required key '{k}'") for k in missing]
+    return [(path, _message(err, path))]
+
+
+def _schema(err: ValidationError) -> Mapping[str, Any]:
+    return err.schema if isinstance(err.schema, Mapping) else {}
+
+
+def _value(err: ValidationError) -> Any:
+    return err.validator_value
+
+
+def _pattern_match(schema: Mapping[str, Any], key: str) -> bool:
+    return any(re.search(p, key) for p in schema.get("patternProperties", {}))
+
+
+def _message(err: ValidationError, path: tuple[Key, ...]) -> str:
+    kind, expected, instance = err.validator, _value(err), err.instance
+    shown = _show(instance, path)
+    if kind == "type":
+        wanted = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"expected {_article(wanted)}, got {_json_type(instance)}{_value_note(instance, shown)}"
+    if kind == "enum":
+        options = ", ".join(repr(v) for v in expected)
+        hint = did_you_mean(instance, [str(v) for v in expected]) if isinstance(instance, str) else ""
+        return f"must be one of {options}; got {shown}{hint}"
+    bounds = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+    if kind in bounds:
+        return f"must be {bounds[kind]} {expected}; got {shown}"
+    if kind == "minItems":
+        return "must not be empty" if expected == 1 else f"must have at least {expected} items"
+    if kind == "minLength":
+        return "must not be empty" if expected == 1 else f"must be at least {expected} characters long"
+    if kind == "minProperties":
+        return "must not be empty"
+    if kind == "pattern":
+        return str(_schema(err).get("x-error", f"{shown} does not match the pattern {expected!r}"))
+    return _strip_secret(err.message, instance, path)
+
+
+def _json_type(value: Any) -> str:
+    return "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _article(word: str) -> str:
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
+
+
+def _value_note(instance: Any, shown: str) -> str:
+    plain = isinstance(instance, str | int | float) and not isinstance(instance, bool)
+    return f" ({shown})" if plain and shown != _HIDDEN else ""
+
+
+def _secret(path: tuple[Key, ...]) -> bool:
+    return any(isinstance(k, str) and _SECRET.search(k) for k in path[-1:])
+
+
+def _show(value: Any, path: tuple[Key, ...]) -> str:
+    if _secret(path):
+        return _HIDDEN
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _strip_secret(message: str, instance: Any, path: tuple[Key, ...]) -> str:
+    if _secret(path) and isinstance(instance, str) and instance:
+        return message.replace(repr(instance), _HIDDEN)
+    return message if len(message) <= 200 else message[:197] + "..."

@@ -1,0 +1,1 @@
+"""Built-in context engines (entry-point group ``ishiki.engine.context``)."""

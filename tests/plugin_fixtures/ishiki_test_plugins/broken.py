@@ -1,0 +1,3 @@
+"""A module that fails when imported."""
+
+raise RuntimeError("ishiki-test-plugins: broken on purpose")

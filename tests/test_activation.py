@@ -1,0 +1,187 @@
+"""Activation gating over a whole config dir: ready, waiting, invalid, skipped, disabled."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ishiki_host.errors import ConfigDirError, PluginLoadFailed, PluginNotFound
+from ishiki_host.plugins.configdir import ConfigDir, load_config_dir
+from ishiki_host.plugins.discovery import PluginRegistry
+
+WriteConfig = Callable[..., Path]
+ProfileFiles = Callable[..., dict[str, str]]
+
+
+@pytest.fixture
+def gate(
+    write_config: WriteConfig, profile_files: ProfileFiles, echo_models: str, plugin_registry: PluginRegistry
+) -> Callable[..., ConfigDir]:
+    """Load a config dir made of ``{profile id: profile.yml text}`` with the echo models."""
+
+    def run(profiles: dict[str, str], models: str | None = None) -> ConfigDir:
+        files: dict[str, str] = {"models.yaml": echo_models if models is None else models}
+        for pid, text in profiles.items():
+            files.update(profile_files(pid, text))
+        return load_config_dir(write_config(files), env={}, registry=plugin_registry)
+
+    return run
+
+
+def states(config: ConfigDir) -> dict[str, str]:
+    return {p.id: p.state for p in config.profiles}
+
+
+CONSOLE = "model: default\nchannels:\n  console:local: ['*']\n"
+
+
+def test_each_state(gate: Callable[..., ConfigDir]) -> None:
+    config = gate(
+        {
+            "a-ready": CONSOLE,
+            "b-waiting": "model: default\nextends:\n  workspace: {}\nchannels:\n  telegram:1: ['*']\n",
+            "c-invalid": "model: default\nmood: happy\n",
+            "d-skipped": "model: default\nchannels:\n  console:local: [private:local]\n",
+            "e-disabled": "enable: false\nmodel: 3\n",
+        }
+    )
+    assert states(config) == {
+        "a-ready": "ready",
+        "b-waiting": "waiting",
+        "c-invalid": "invalid",
+        "d-skipped": "skipped",
+        "e-disabled": "disabled",
+    }
+    assert not config.ok
+    assert [p.id for p in config.ready()] == ["a-ready"]
+    waiting = config.profile("b-waiting")
+    assert waiting is not None
+    assert waiting.missing == ("ishiki.ext.workspace", "ishiki.channel.telegram")
+    assert [(type(e), e.path, e.line) for e in waiting.errors] == [
+        (PluginNotFound, "extends.workspace", 3),
+        (PluginNotFound, "channels.telegram:1", 5),
+    ]
+    skipped = config.profile("d-skipped")
+    assert skipped is not None
+    assert skipped.errors[0].path == "channels.console:local"
+    assert "overlap profile 'a-ready' on console:local" in skipped.errors[0].message
+
+
+def test_all_ready_is_ok(gate: Callable[..., ConfigDir]) -> None:
+    config = gate({"one": CONSOLE, "two": "model: echo:small\nchannels:\n  testchat:bot: ['*']\n"})
+    assert states(config) == {"one": "ready", "two": "ready"}
+    assert config.ok
+    two = config.profile("two")
+    assert two is not None
+    assert two.services == (
+        "ishiki.engine.context.standard",
+        "ishiki.engine.wakeup.standard",
+        "ishiki.engine.toolcall.native",
+        "ishiki.channel.testchat",
+        "ishiki.provider.echo",
+    )
+    assert config.as_dict() == {
+        "ok": True,
+        "profiles": [
+            {"id": "one", "state": "ready", "errors": [], "missing": []},
+            {"id": "two", "state": "ready", "errors": [], "missing": []},
+        ],
+        "models": {"errors": []},
+        "host": {"errors": []},
+        "plugins": {"errors": config.as_dict()["plugins"]["errors"]},
+    }
+
+
+def test_overlap_is_symmetric_and_only_the_later_is_skipped(gate: Callable[..., ConfigDir]) -> None:
+    narrow_first = gate({"a": "model: default\nchannels:\n  console:local: [private:local]\n", "b": CONSOLE})
+    assert states(narrow_first) == {"a": "ready", "b": "skipped"}
+    disjoint = gate(
+        {
+            "a": "model: default\nchannels:\n  console:local: ['group:*']\n",
+            "b": "model: default\nchannels:\n  console:local: ['*', '!group:*']\n",
+        }
+    )
+    assert states(disjoint) == {"a": "ready", "b": "ready"}
+
+
+def test_waiting_profile_keeps_its_claims(gate: Callable[..., ConfigDir]) -> None:
+    config = gate({"a": "model: default\nextends: {workspace: {}}\nchannels:\n  console:local: ['*']\n", "b": CONSOLE})
+    assert states(config) == {"a": "waiting", "b": "skipped"}
+
+
+def test_broken_plugin_is_reported_with_its_distribution(gate: Callable[..., ConfigDir]) -> None:
+    config = gate({"a": "model: default\nextends:\n  broken: {}\n"})
+    state = config.profile("a")
+    assert state is not None
+    assert state.state == "waiting"
+    assert state.missing == ("ishiki.ext.broken",)
+    error = state.errors[0]
+    assert isinstance(error, PluginLoadFailed)
+    assert "ishiki-test-plugins 0.3.1" in error.message
+    assert "broken on purpose" in error.message
+    assert {e["service"] for e in config.as_dict()["plugins"]["errors"]} >= {"ishiki.ext.broken", "ishiki.ext.missing"}
+
+
+def test_unknown_engine_gets_a_hint(gate: Callable[..., ConfigDir]) -> None:
+    state = gate({"a": "model: default\ncontext: {engine: standrd}\n"}).profile("a")
+    assert state is not None
+    assert state.state == "waiting"
+    assert state.errors[0].message == (
+        "needs ishiki.engine.context.standrd, which is not installed "
+        "(no entry point 'standrd' in group 'ishiki.engine.context'); did you mean 'standard'?"
+    )
+    assert state.errors[0].line == 2
+
+
+def test_requires_must_be_met_in_the_same_profile(gate: Callable[..., ConfigDir]) -> None:
+    config = gate(
+        {
+            "alone": "model: default\ncontext: {engine: needsdecoder}\n",
+            "paired": "model: default\ncontext: {engine: needsdecoder}\ntoolcall: {engine: testdecoder}\n",
+        }
+    )
+    assert states(config) == {"alone": "invalid", "paired": "ready"}
+    alone = config.profile("alone")
+    assert alone is not None
+    assert alone.errors[0].message == (
+        "ishiki.engine.context.needsdecoder requires ishiki.engine.toolcall.testdecoder in the same profile, "
+        "which does not use it"
+    )
+    assert alone.errors[0].path == "context.engine"
+
+
+def test_model_provider_api_is_required(gate: Callable[..., ConfigDir]) -> None:
+    models = "providers:\n  far: {api: not-here, models: [{id: m}]}\ngroups:\n  default: {models: ['far:m']}\n"
+    state = gate({"a": "model: default\n"}, models=models).profile("a")
+    assert state is not None
+    assert state.missing == ("ishiki.provider.not-here",)
+    assert state.errors[0].path == "model"
+
+
+def test_missing_models_file_makes_profiles_invalid(
+    write_config: WriteConfig, profile_files: ProfileFiles, plugin_registry: PluginRegistry
+) -> None:
+    config = load_config_dir(write_config(profile_files("a", CONSOLE)), env={}, registry=plugin_registry)
+    assert states(config) == {"a": "invalid"}
+    assert "not found" in config.models_errors[0].message
+    assert not config.ok
+
+
+def test_broken_directory_skips_only_itself(gate: Callable[..., ConfigDir], write_config: WriteConfig) -> None:
+    config = gate({"a": "model: default\n: : :\n", "b": CONSOLE})
+    assert states(config) == {"a": "invalid", "b": "ready"}
+
+
+def test_not_a_config_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigDirError, match="no such directory"):
+        load_config_dir(tmp_path / "nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigDirError, match="not a directory"):
+        load_config_dir(tmp_path / "file")
+    with pytest.raises(ConfigDirError, match="is not a config directory"):
+        load_config_dir(tmp_path)
+    (tmp_path / "profiles").write_text("x")
+    with pytest.raises(ConfigDirError, match="profiles: not a directory"):
+        load_config_dir(tmp_path)

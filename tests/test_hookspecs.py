@@ -1,0 +1,152 @@
+"""The extension hook contract: documented specs, fail-fast registration, ordered and async calls."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from ishiki_host import hookimpl
+from ishiki_host.errors import PluginLoadFailed
+from ishiki_host.plugins import hookspecs
+from ishiki_host.plugins.hooks import await_results, call_hook, call_in_order, make_plugin_manager
+from ishiki_host.plugins.reference import hook_names
+
+
+def test_every_hook_is_documented_and_typed() -> None:
+    names = hook_names()
+    assert names == [
+        "ishiki_attach",
+        "ishiki_stop",
+        "ishiki_tools",
+        "ishiki_instructions",
+        "ishiki_turn_finished",
+        "ishiki_commands",
+        "ishiki_status",
+    ]
+    for name in names:
+        function = getattr(hookspecs, name)
+        doc = inspect.getdoc(function) or ""
+        assert len(doc.split()) >= 15, f"{name} needs a docstring saying when it is called and what it returns"
+        signature = inspect.signature(function)
+        assert signature.return_annotation is not inspect.Signature.empty, name
+        assert all(p.annotation is not inspect.Parameter.empty for p in signature.parameters.values()), name
+
+
+def test_every_hook_belongs_to_one_phase() -> None:
+    listed = [name for names in hookspecs.PHASES.values() for name in names]
+    assert sorted(listed) == sorted(hook_names())
+
+
+def test_every_hook_is_known_to_the_manager() -> None:
+    manager = make_plugin_manager()
+    assert set(hook_names()) <= {name for name in dir(manager.hook) if name.startswith("ishiki_")}
+
+
+def test_managers_are_fresh() -> None:
+    first, second = make_plugin_manager(), make_plugin_manager()
+
+    class Plugin:
+        @hookimpl
+        def ishiki_status(self) -> list[str]:
+            return ["x"]
+
+    first.register(Plugin())
+    assert first.hook.ishiki_status(runtime=None) == [["x"]]
+    assert second.hook.ishiki_status(runtime=None) == []
+
+
+def test_misnamed_hook_fails_at_registration() -> None:
+    manager = make_plugin_manager()
+
+    class Typo:
+        @hookimpl
+        def ishiki_tool(self) -> list[object]:
+            return []
+
+    plugin = Typo()
+    with pytest.raises(PluginLoadFailed, match="ishiki_tool"):
+        manager.register(plugin)
+    assert not manager.is_registered(plugin)
+
+
+def test_unknown_argument_fails_at_registration() -> None:
+    manager = make_plugin_manager()
+
+    class Wrong:
+        @hookimpl
+        def ishiki_status(self, runtime: object, verbose: bool) -> list[str]:
+            return []
+
+    with pytest.raises(PluginLoadFailed, match="verbose"):
+        manager.register(Wrong())
+
+
+class Named:
+    """Contributes its name to the instructions, optionally asynchronously."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @hookimpl
+    def ishiki_instructions(self, runtime: dict[str, str]) -> str:
+        return f"{self.name}@{runtime['key']}"
+
+
+class AsyncNamed(Named):
+    @hookimpl
+    async def ishiki_instructions(self, runtime: dict[str, str]) -> str:  # type: ignore[override]
+        return f"async {self.name}@{runtime['key']}"
+
+
+class NoHooks:
+    pass
+
+
+@pytest.mark.anyio
+async def test_call_in_order_follows_extends_order_not_registration() -> None:
+    manager = make_plugin_manager()
+    a, b, c, none = Named("a"), AsyncNamed("b"), Named("c"), NoHooks()
+    for plugin in (a, b, c, none):
+        manager.register(plugin)
+    runtime = {"key": "p/main"}
+    assert await call_hook(manager, "ishiki_instructions", runtime=runtime) == [
+        "c@p/main",
+        "async b@p/main",
+        "a@p/main",
+    ]
+    ordered = await call_in_order(manager, "ishiki_instructions", [b, none, a, c], runtime=runtime)
+    assert ordered == ["async b@p/main", "a@p/main", "c@p/main"]
+
+
+@pytest.mark.anyio
+async def test_stop_keeps_going_past_failures() -> None:
+    stopped: list[str] = []
+
+    class Stopper:
+        def __init__(self, name: str, fail: bool) -> None:
+            self.name, self.fail = name, fail
+
+        @hookimpl
+        async def ishiki_stop(self) -> None:
+            stopped.append(self.name)
+            if self.fail:
+                raise RuntimeError(f"{self.name} failed")
+
+    manager = make_plugin_manager()
+    plugins = [Stopper("a", True), Stopper("b", False), Stopper("c", True)]
+    for plugin in plugins:
+        manager.register(plugin)
+    results = await call_in_order(manager, "ishiki_stop", plugins, return_exceptions=True, runtime=None)
+    assert stopped == ["a", "b", "c"]
+    assert [str(r) if r else r for r in results] == ["a failed", None, "c failed"]
+    with pytest.raises(RuntimeError, match="a failed"):
+        await call_in_order(manager, "ishiki_stop", plugins, runtime=None)
+
+
+@pytest.mark.anyio
+async def test_await_results_keeps_plain_values() -> None:
+    async def later() -> int:
+        return 2
+
+    assert await await_results([1, later(), None]) == [1, 2, None]
