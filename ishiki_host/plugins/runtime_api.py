@@ -1,0 +1,198 @@
+"""What a runtime offers its plugins, and what it expects of the instances they create.
+
+A provider's ``create(ctx, config)`` is called once per runtime with a ``RuntimeContext`` (below). What it
+returns depends on its group:
+
+- a context engine returns a ``ContextEngineInstance``: an ``AgentHooks`` subclass that owns the window
+  (``select_entries``) and the projection (``project``) of the agent, plus ``instructions()``;
+- a wakeup engine returns a ``WakeupEngineInstance``: ``attach(ctx)`` subscribes to the runtime's bus and
+  starts turns with ``ctx.agent.continue_()``; ``reconsider(entries)`` re-runs the decision after a crash;
+- a toolcall engine returns a ``ToolcallEngineInstance``: ``wrap(model)`` gives the model the agent calls (the
+  native engine returns it unchanged), ``hooks()`` optionally adds agent hooks (text protocols render history);
+- an extension returns any object with ``@hookimpl`` methods (``ishiki_host.plugins.hookspecs``).
+
+Bus events a runtime emits besides the agent's own (``turn.*``, ``tool.*``, ``message.appended``):
+``message.sent`` (``channel_id``, ``sid``, ``ids``, ``text``, ``reply_to``) after a message went out through a
+channel, so wakeup engines can charge a reply cost or start a cooldown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import logging
+    import random
+    from pathlib import Path
+
+    from ishiki_host.config.profile_types import Profile
+    from ishiki_host.core.agent import Agent
+    from ishiki_host.core.bus import EventBus
+    from ishiki_host.core.clock import Clock
+    from ishiki_host.core.entries import Entry
+    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.hooks import AgentHooks
+    from ishiki_host.core.model import LanguageModel, Priority
+    from ishiki_host.core.turns import TurnHandle
+    from ishiki_host.runtime.paths import RuntimeKey
+    from ishiki_host.runtime.resources import ResourceCenter
+
+__all__ = [
+    "ContextEngineInstance",
+    "Dispose",
+    "RuntimeContext",
+    "ToolcallEngineInstance",
+    "WakeupEngineInstance",
+]
+
+Dispose = Callable[[], Awaitable[object] | object]
+"""Undo what ``attach`` set up; sync or async."""
+
+
+@runtime_checkable
+class RuntimeContext(Protocol):
+    """One runtime as its engines and extensions see it.
+
+    ``model`` is the profile's shared underlying model (never mutated; toolcall engines wrap it per runtime);
+    ``models(ref)`` gives any other model of ``models.yaml`` (a group or ``provider:modelId``) for background
+    calls such as judges and summarizers, which pass ``priority="background"`` in their requests.
+    ``services`` holds host-wide services by name (``memory`` once the memory store is open), so plugins reach
+    them without importing the host.
+    """
+
+    @property
+    def key(self) -> RuntimeKey:
+        """The runtime's address (``profile/sid/channel``, or ``profile/main`` in cross mode)."""
+        ...
+
+    @property
+    def profile(self) -> Profile:
+        """The profile this runtime serves."""
+        ...
+
+    @property
+    def sid(self) -> str | None:
+        """``platform:selfId`` of the runtime's channel; ``None`` in cross mode."""
+        ...
+
+    @property
+    def channel_id(self) -> str | None:
+        """The runtime's channel (``private:<id>`` / ``group:<id>``); ``None`` in cross mode."""
+        ...
+
+    @property
+    def home(self) -> Path:
+        """The runtime's data directory (``data/runtimes/...``); its fact log and resources live here."""
+        ...
+
+    @property
+    def config_dir(self) -> Path:
+        """The config directory the host runs."""
+        ...
+
+    @property
+    def data_dir(self) -> Path:
+        """The host's data directory (``data/`` unless ``ishiki.yaml`` says otherwise)."""
+        ...
+
+    @property
+    def clock(self) -> Clock:
+        """The host's clock."""
+        ...
+
+    @property
+    def rng(self) -> random.Random:
+        """A random source for this runtime, seeded from the host seed and the key when one is set."""
+        ...
+
+    @property
+    def logger(self) -> logging.Logger:
+        """A logger named after the runtime."""
+        ...
+
+    @property
+    def log(self) -> FactLog:
+        """The runtime's fact log (read it; append ``custom`` entries; never edit)."""
+        ...
+
+    @property
+    def bus(self) -> EventBus:
+        """The runtime's event bus (the agent's events and ``message.sent``)."""
+        ...
+
+    @property
+    def agent(self) -> Agent:
+        """The runtime's agent (``continue_`` starts a turn)."""
+        ...
+
+    @property
+    def resources(self) -> ResourceCenter:
+        """The runtime's resource center (extensions register schemes here)."""
+        ...
+
+    @property
+    def model(self) -> LanguageModel:
+        """The profile's shared underlying model."""
+        ...
+
+    @property
+    def context_window(self) -> int:
+        """The smallest context window among the members of the profile's model (tokens)."""
+        ...
+
+    @property
+    def services(self) -> dict[str, Any]:
+        """Host-wide services by name (``memory``...)."""
+        ...
+
+    def models(self, ref: str) -> LanguageModel:
+        """Another model of ``models.yaml`` by reference (a group or ``provider:modelId``)."""
+        ...
+
+    async def wake(self, prompt: str | None = None, *, priority: Priority = "interactive") -> TurnHandle:
+        """Start a turn now (queued behind a running one); a missing or blank prompt is "Continue."."""
+        ...
+
+
+@runtime_checkable
+class ContextEngineInstance(Protocol):
+    """A context engine's per-runtime instance: agent hooks that own the window and the projection."""
+
+    def hooks(self) -> AgentHooks:
+        """The hooks the agent composes (usually the instance itself)."""
+        ...
+
+    async def instructions(self) -> str | None:
+        """This turn's context section of the system prompt (``None`` for none)."""
+        ...
+
+
+@runtime_checkable
+class WakeupEngineInstance(Protocol):
+    """A wakeup engine's per-runtime instance: it decides when a turn starts."""
+
+    def attach(self, ctx: RuntimeContext) -> Dispose:
+        """Subscribe to the runtime (``ctx.bus``) and return what undoes it."""
+        ...
+
+    async def reconsider(self, entries: Sequence[Entry]) -> None:
+        """Re-run the decision for inbound message entries a crashed turn left unanswered."""
+        ...
+
+
+@runtime_checkable
+class ToolcallEngineInstance(Protocol):
+    """A toolcall engine's per-runtime instance: how tools reach the model inside one step."""
+
+    def wrap(self, model: LanguageModel) -> LanguageModel:
+        """The model the agent calls (native returns ``model``; text protocols and pipelines wrap it)."""
+        ...
+
+    def hooks(self) -> AgentHooks | None:
+        """Extra agent hooks (``None`` for none). They must not own ``select_entries`` or ``project``."""
+        ...
+
+    async def instructions(self) -> str | None:
+        """This turn's section of the system prompt from this engine (``None`` for none)."""
+        ...
