@@ -76,7 +76,10 @@ class FakeClock:
         heapq.heappush(self._sleepers, (self._now + seconds, next(self._seq), event))
         self._sleeper_added.set()
         self._sleeper_added = anyio.Event()
-        await event.wait()
+        try:
+            await event.wait()
+        finally:
+            event.set()  # a cancelled sleeper no longer counts in ``sleepers``
 
     @property
     def sleepers(self) -> int:
