@@ -12,6 +12,7 @@ PUBLIC_MODULES = [
     "ishiki_host.channels",
     "ishiki_host.core",
     "ishiki_host.errors",
+    "ishiki_host.heartbeat",
     "ishiki_host.runtime",
     "ishiki_host.runtime.resources",
     "ishiki_host.tools",

@@ -8,33 +8,22 @@
 - ``janitor``: the native ``__clear_images__`` beat
 - ``tools`` / ``tool_args`` / ``render``: the beat tools and the ``/beats`` listing
 
-The storage is ``MemoryStore.heartbeats`` (``ishiki_host.memory``).
+The storage is ``MemoryStore.heartbeats`` (``ishiki_host.memory``). Constants live beside what they name:
+``rules.CLEAR_IMAGES_ID``, ``rules.FILE_RULES`` / ``TOOL_RULES``, ``beatfile.HEARTBEATS_FILE``,
+``tools.BEAT_TOOL_NAMES``.
 """
 
-from ishiki_host.heartbeat.beatfile import HEARTBEATS_FILE, BeatFile, TargetValidator, parse_beat_file
+from ishiki_host.heartbeat.beatfile import BeatFile, TargetValidator, parse_beat_file
 from ishiki_host.heartbeat.cron import CronExpr, parse_cron, zone
 from ishiki_host.heartbeat.janitor import ClearReport, clear_images
 from ishiki_host.heartbeat.prompts import prompt_for
 from ishiki_host.heartbeat.render import describe_beat, format_time, render_beats
-from ishiki_host.heartbeat.rules import (
-    CLEAR_IMAGES_ID,
-    FILE_RULES,
-    TOOL_RULES,
-    BeatRules,
-    check_beat,
-    next_run_for,
-    parse_duration,
-)
+from ishiki_host.heartbeat.rules import BeatRules, check_beat, next_run_for, parse_duration
 from ishiki_host.heartbeat.scheduler import BeatRunner, HeartbeatScheduler
 from ishiki_host.heartbeat.sync import BeatFileWatcher, SyncReport, sync_from_file
-from ishiki_host.heartbeat.tools import BEAT_TOOL_NAMES, Poker, TargetSource, make_beat_tools, visible_beats
+from ishiki_host.heartbeat.tools import Poker, TargetSource, make_beat_tools, visible_beats
 
 __all__ = [
-    "BEAT_TOOL_NAMES",
-    "CLEAR_IMAGES_ID",
-    "FILE_RULES",
-    "HEARTBEATS_FILE",
-    "TOOL_RULES",
     "BeatFile",
     "BeatFileWatcher",
     "BeatRules",

@@ -104,6 +104,7 @@ class HeartbeatScheduler:
     def poke(self) -> None:
         """Beats changed: look at the table again now (safe to call any time, from the event loop)."""
         self._poked = True
+        self._armed_until = None  # no longer settled until the timer is armed again
         if self._nap_scope is not None:
             self._nap_scope.cancel()
 
