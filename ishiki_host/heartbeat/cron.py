@@ -73,17 +73,7 @@ class CronExpr:
 
     def next_after(self, after: float) -> float | None:
         """The first fire time strictly after ``after`` (epoch seconds); ``None`` if none within 50 years."""
-        start = datetime.fromtimestamp(after, self.tz)
-        sim = CronSim(self.expression, start)
-        for _ in range(4):
-            try:
-                fire = next(sim).timestamp()
-            except StopIteration:
-                return None
-            # cronsim walks wall time, so from the second pass of a fall-back hour it can name the first pass.
-            if fire > after:
-                return fire
-        return None
+        return _next_after(self, after)
 
     def latest_at_or_before(self, at: float) -> float | None:
         """The last fire time at or before ``at``; ``None`` if none within 50 years."""
@@ -101,6 +91,21 @@ class CronExpr:
                 break
             fire = later
         return fire
+
+
+# A sync of heartbeats.json asks about many beats sharing an expression and zone at one instant.
+@lru_cache(maxsize=8192)
+def _next_after(cron: CronExpr, after: float) -> float | None:
+    sim = CronSim(cron.expression, datetime.fromtimestamp(after, cron.tz))
+    for _ in range(4):
+        try:
+            fire = next(sim).timestamp()
+        except StopIteration:
+            return None
+        # cronsim walks wall time, so from the second pass of a fall-back hour it can name the first pass.
+        if fire > after:
+            return fire
+    return None
 
 
 def parse_cron(text: str, tz: str) -> CronExpr:
