@@ -109,7 +109,10 @@ class HeartbeatScheduler:
             self._nap_scope.cancel()
 
     async def settled(self) -> None:
-        """Return once no run is going and the timer is armed for a time still ahead (for tests and stops)."""
+        """Return once no run is going and the timer is armed for a time still ahead (for tests and stops).
+
+        It waits as long as that takes: callers bound it (``anyio.fail_after``).
+        """
         while self._inflight or self._armed_until is None or self._armed_until <= self._clock.now():
             await self._state_changed.wait()
 

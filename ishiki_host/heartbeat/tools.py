@@ -91,6 +91,13 @@ class _BeatTools:
             raise ToolError(f"cannot speak at {format_target(spec.target)}: {reason}")
         return first
 
+    async def check_room(self) -> None:
+        if self.created_by is None:
+            return
+        made = await self.store.heartbeats.find(created_by=self.created_by)
+        if len(made) >= self.max_beats:
+            raise ToolError(f"this chat already has {self.max_beats} beats; delete some first")
+
     async def new_id(self) -> str:
         for _ in range(20):
             beat_id = f"b-{self.rng.getrandbits(24):06x}"
@@ -100,10 +107,7 @@ class _BeatTools:
 
     async def set_beat(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         check_args("set_beat", set_schema(self.default_tz), args)
-        if self.created_by is not None and len(await self.store.heartbeats.find(created_by=self.created_by)) >= (
-            self.max_beats
-        ):
-            raise ToolError(f"this chat already has {self.max_beats} beats; delete some first")
+        await self.check_room()
         spec = BeatSpec(
             await self.new_id(), args["text"], args["type"], args["cron"], args.get("timezone") or None,
             resolve_target(args, self.here()), args.get("recurring", True),
