@@ -10,6 +10,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
     │   ├── HostConfigInvalid           ishiki.yaml
     │   ├── ProfileInvalid              profiles/<id>/profile.yml
     │   ├── ModelsConfigInvalid         models.yaml
+    │   ├── HeartbeatInvalid            heartbeats.json, a beat's cron expression, time zone or fields
     │   ├── PluginNotFound              a named service has no entry point
     │   ├── PluginLoadFailed            an entry point raised on import or load
     │   └── PluginAPIIncompatible       a plugin declares an API major the host does not speak
@@ -53,6 +54,7 @@ __all__ = [
     "EventInvalid",
     "FactLogError",
     "FactLogLocked",
+    "HeartbeatInvalid",
     "HostConfigInvalid",
     "IshikiError",
     "JudgeReplyInvalid",
@@ -124,6 +126,11 @@ class ProfileInvalid(ConfigError):
 
 class ModelsConfigInvalid(ConfigError):
     """``models.yaml`` is malformed, breaks its schema, or names something that does not exist."""
+
+
+class HeartbeatInvalid(ConfigError):
+    """A beat cannot be used: ``heartbeats.json`` is not a JSON array, or a beat's cron expression, time zone
+    or fields are wrong. Beat tools turn it into an error result for the model."""
 
 
 class PluginNotFound(ConfigError):

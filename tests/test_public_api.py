@@ -15,6 +15,7 @@ PUBLIC_MODULES = [
     "ishiki_host.errors",
     "ishiki_host.gateway",
     "ishiki_host.plugins",
+    "ishiki_host.heartbeat",
     "ishiki_host.runtime",
     "ishiki_host.runtime.resources",
     "ishiki_host.testing",

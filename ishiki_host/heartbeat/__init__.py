@@ -1,1 +1,52 @@
-"""heartbeat."""
+"""Heartbeats: cron beats that wake a persona on a schedule (docs/heartbeats.md).
+
+- ``cron``: five-field expressions in a time zone, next and latest fire times, DST behaviour
+- ``rules``: what a valid beat is (one-time rule, tool limits, ``__clear_images__`` ages)
+- ``beatfile`` / ``sync``: ``heartbeats.json`` and its seeding into the heartbeat table
+- ``scheduler``: one timer for the earliest due beat; runs recorded; catch-up; no overlap
+- ``prompts``: the wake prompt of a reminder or a task
+- ``janitor``: the native ``__clear_images__`` beat
+- ``tools`` / ``tool_args`` / ``render``: the beat tools and the ``/beats`` listing
+
+The storage is ``MemoryStore.heartbeats`` (``ishiki_host.memory``). Constants live beside what they name:
+``rules.CLEAR_IMAGES_ID``, ``rules.FILE_RULES`` / ``TOOL_RULES``, ``beatfile.HEARTBEATS_FILE``,
+``tools.BEAT_TOOL_NAMES``.
+"""
+
+from ishiki_host.heartbeat.beatfile import BeatFile, TargetValidator, parse_beat_file
+from ishiki_host.heartbeat.cron import CronExpr, parse_cron, zone
+from ishiki_host.heartbeat.janitor import ClearReport, clear_images
+from ishiki_host.heartbeat.prompts import prompt_for
+from ishiki_host.heartbeat.render import describe_beat, format_time, render_beats
+from ishiki_host.heartbeat.rules import BeatRules, check_beat, next_run_for, parse_duration
+from ishiki_host.heartbeat.scheduler import BeatRunner, HeartbeatScheduler
+from ishiki_host.heartbeat.sync import BeatFileWatcher, SyncReport, sync_from_file
+from ishiki_host.heartbeat.tools import Poker, TargetSource, make_beat_tools, visible_beats
+
+__all__ = [
+    "BeatFile",
+    "BeatFileWatcher",
+    "BeatRules",
+    "BeatRunner",
+    "ClearReport",
+    "CronExpr",
+    "HeartbeatScheduler",
+    "Poker",
+    "SyncReport",
+    "TargetSource",
+    "TargetValidator",
+    "check_beat",
+    "clear_images",
+    "describe_beat",
+    "format_time",
+    "make_beat_tools",
+    "next_run_for",
+    "parse_beat_file",
+    "parse_cron",
+    "parse_duration",
+    "prompt_for",
+    "render_beats",
+    "sync_from_file",
+    "visible_beats",
+    "zone",
+]

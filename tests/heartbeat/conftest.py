@@ -1,0 +1,144 @@
+"""Fixtures of the heartbeat tests: a store on a temporary file, a scripted runner, a scheduler driver.
+
+Time only moves when a test says so (``FakeClock``); ``Driver.hop`` jumps to the scheduler's next wake-up and
+waits (on events, never on time) until the scheduler has dealt with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import anyio
+import pytest
+
+from ishiki_host.core.clock import FakeClock
+from ishiki_host.core.messages import ToolCall
+from ishiki_host.errors import ModelUnavailable
+from ishiki_host.heartbeat import HeartbeatScheduler
+from ishiki_host.memory import Beat, MemoryStore
+
+# Every wait in these tests is for an event; this bound only turns a hang into a failure.
+HANG = 20.0
+
+
+@pytest.fixture
+async def store(tmp_path: Path, fake_clock: FakeClock) -> AsyncIterator[MemoryStore]:
+    """An open memory store in ``tmp_path/data``; closed and checked after the test."""
+    async with await MemoryStore.open(tmp_path / "data" / "memory.db", clock=fake_clock) as opened:
+        yield opened
+        assert await opened.integrity_problems() == []
+
+
+@dataclass
+class Call:
+    """One call the runner got."""
+
+    beat_id: str
+    prompt: str
+    at: float
+
+
+@dataclass
+class ScriptedRunner:
+    """A ``BeatRunner`` that records calls; beats in ``failing`` raise; with ``gate`` set, calls wait on it."""
+
+    clock: FakeClock
+    failing: set[str] = field(default_factory=set)
+    gate: anyio.Event | None = None
+    started: anyio.Event = field(default_factory=anyio.Event)
+    calls: list[Call] = field(default_factory=list)
+
+    async def run(self, beat: Beat, prompt: str) -> str:
+        self.calls.append(Call(beat.id, prompt, self.clock.now()))
+        self.started.set()
+        if self.gate is not None:
+            await self.gate.wait()
+        if beat.id in self.failing:
+            raise ModelUnavailable("the model is down", model="fake")
+        return f"ran {beat.id}"
+
+    def times(self, beat_id: str, tz: str) -> list[datetime]:
+        """When ``beat_id`` ran, as wall times in ``tz``."""
+        return [datetime.fromtimestamp(c.at, ZoneInfo(tz)) for c in self.calls if c.beat_id == beat_id]
+
+
+@pytest.fixture
+def runner(fake_clock: FakeClock) -> ScriptedRunner:
+    """A runner that succeeds unless told otherwise."""
+    return ScriptedRunner(fake_clock)
+
+
+class Driver:
+    """Runs a scheduler in a task group and moves the fake clock to its wake-ups."""
+
+    def __init__(self, scheduler: HeartbeatScheduler, clock: FakeClock):
+        self.scheduler = scheduler
+        self.clock = clock
+
+    async def settle(self) -> None:
+        """Wait until the scheduler has no run going and is asleep until a time still ahead."""
+        with anyio.fail_after(HANG):
+            await self.scheduler.settled()
+
+    async def hop(self) -> None:
+        """Move the clock to the scheduler's next wake-up and let it act."""
+        deadline = self.clock.next_deadline()
+        assert deadline is not None
+        await self.clock.advance(deadline - self.clock.now())
+        await self.settle()
+
+    async def run_until(self, when: float) -> None:
+        """Hop from wake-up to wake-up until the clock reaches ``when``."""
+        while (deadline := self.clock.next_deadline()) is not None and deadline <= when:
+            await self.hop()
+        await self.clock.advance(max(0.0, when - self.clock.now()))
+        await self.settle()
+
+
+@pytest.fixture
+def drive(store: MemoryStore, runner: ScriptedRunner, fake_clock: FakeClock) -> Callable[..., Any]:
+    """``async with drive(**scheduler_options) as driver``: a started scheduler, stopped at the end."""
+
+    @asynccontextmanager
+    async def start(**options: Any) -> AsyncIterator[Driver]:
+        scheduler = HeartbeatScheduler(store, runner, clock=fake_clock, **options)
+        async with anyio.create_task_group() as tg:
+            with anyio.fail_after(HANG):
+                await tg.start(scheduler.serve)
+            driver = Driver(scheduler, fake_clock)
+            await driver.settle()
+            yield driver
+            tg.cancel_scope.cancel()
+
+    return start
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """The smallest ``ToolContext``."""
+
+    call: ToolCall = field(default_factory=lambda: ToolCall("c1", "tool"))
+    turn: int | None = 1
+
+
+@pytest.fixture
+def ctx() -> Ctx:
+    """A tool context for calling handlers directly."""
+    return Ctx()
+
+
+def at(text: str, tz: str) -> float:
+    """Epoch seconds of a wall time ``YYYY-MM-DD HH:MM`` in ``tz``."""
+    return datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=ZoneInfo(tz)).timestamp()
+
+
+@pytest.fixture
+def wall() -> Callable[[str, str], float]:
+    """``wall("2024-03-31 02:30", "Europe/Berlin")`` as epoch seconds."""
+    return at
