@@ -2,8 +2,9 @@
 
 Each page holds its table between two marker lines; the table is generated from the schema, the one source of
 every default. A page with several tables names each one: the key ``standard.md#wakeup`` is the table between
-``begin_marker("wakeup")`` and ``END`` on ``standard.md``. ``python -m ishiki_host.engines.docs [DOCS_DIR]`` rewrites the tables; with ``--check`` it
-changes nothing and exits 1 when a page is stale (the test suite runs the check).
+``begin_marker("wakeup")`` and ``END`` on ``standard.md``. ``python -m ishiki_host.engines.docs [DOCS_DIR]``
+rewrites the tables; with ``--check`` it changes nothing and exits 1 when a page is stale (the test suite runs
+the check; ``make docs`` rewrites them).
 """
 
 from __future__ import annotations

@@ -21,8 +21,11 @@ from ishiki_host.engines.context._summary import collect_dropped, summary_reques
 from ishiki_host.errors import EngineError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from anyio.abc import TaskStatus
 
+    from ishiki_host.core.entries import Entry
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.engines.context._render import Renderer
     from ishiki_host.engines.context._window import Window
@@ -40,6 +43,7 @@ class Compactor:
         self,
         ctx: RuntimeContext,
         renderer: Renderer,
+        cost: Callable[[Entry], int],
         *,
         summarize: bool = True,
         model_ref: str | None = None,
@@ -48,6 +52,7 @@ class Compactor:
     ):
         self.ctx = ctx
         self.renderer = renderer
+        self.cost = cost
         self.summarize = summarize
         self.model_ref = model_ref
         self.max_tokens = max_tokens
@@ -140,7 +145,7 @@ class Compactor:
 
     async def _summarize(self, cut: int) -> bool:
         budget = max(self.budget, 1)
-        select = partial(collect_dropped, cut=cut, budget=budget, cost=self.renderer.cost)
+        select = partial(collect_dropped, cut=cut, budget=budget, cost=self.cost)
         dropped = await self.ctx.log.read_back(select)
         if dropped is None:
             self.cut = None if self.cut == cut else self.cut

@@ -196,8 +196,8 @@ class _Grouper:
         return [unit] if unit is not None and unit.entries else []
 
     def _belongs(self, entry: Entry) -> bool:
-        if self.span is not None:
-            return True
+        if self.span is not None:  # an entry of another turn means this turn's start is missing: end here
+            return entry.turn is None or entry.turn == self.span
         if self.need is not None and entry.id >= self.need:
             return True
         return self.lead and (_is_lead(entry) or entry.type not in ("message", "event"))

@@ -7,7 +7,7 @@ the model how messages are rendered (``instructions``). Its ``run`` is the backg
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, tzinfo
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.turns import Step, TurnOutcome
     from ishiki_host.plugins.runtime_api import RuntimeContext
 
-__all__ = ["StandardContext", "StandardContextEngine"]
+__all__ = ["CostCache", "StandardContext", "StandardContextEngine"]
 
 _WHERE = "context.standard"
 
@@ -113,9 +113,11 @@ class StandardContext(AgentHooks):
         self.estimator = estimator
         cross = ctx.sid is None or ctx.profile.mode == "cross"
         self.renderer = Renderer(_timezone(options.get("timezone"), ctx), cross, estimator)
+        self.cost = CostCache(self.renderer.cost)
         self.compactor = Compactor(
             ctx,
             self.renderer,
+            self.cost,
             summarize=bool(options["summarize"]),
             model_ref=options.get("summaryModel"),
             max_tokens=int(options["summaryMaxTokens"]),
@@ -145,7 +147,7 @@ class StandardContext(AgentHooks):
     async def select_entries(self, log: FactLog, step: Step) -> list[Entry]:
         """Whole exchanges newest first inside the budget, headed by the current summary (see ``_window``)."""
         budget = self.budget(step)
-        params = WindowParams(budget, self.refill_ratio, self.renderer.cost, step.turn.number)
+        params = WindowParams(budget, self.refill_ratio, self.cost, step.turn.number)
         window = await log.read_back(partial(select_window, params=params))
         self.compactor.note(window, budget)
         return window.entries
@@ -157,6 +159,27 @@ class StandardContext(AgentHooks):
     async def on_turn_finish(self, outcome: TurnOutcome) -> None:
         """Append a finished summary, or ask the background task for the one the window needs."""
         await self.compactor.after_turn()
+
+
+class CostCache:
+    """Estimated tokens per entry id: entries never change, so each is rendered and counted once.
+
+    Window selection may run in a worker thread; a dict's ``get``/``set``/``clear`` are atomic there. The cache is
+    cleared whole when it holds ``limit`` entries (far more than a window), which keeps it bounded.
+    """
+
+    def __init__(self, cost: Callable[[Entry], int], limit: int = 32_768):
+        self._cost = cost
+        self._limit = limit
+        self._known: dict[int, int] = {}
+
+    def __call__(self, entry: Entry) -> int:
+        known = self._known.get(entry.id)
+        if known is None:
+            if len(self._known) >= self._limit:
+                self._known.clear()
+            known = self._known[entry.id] = self._cost(entry)
+        return known
 
 
 def _timezone(name: object, ctx: RuntimeContext) -> tzinfo:

@@ -224,3 +224,12 @@ async def test_reading_a_window_costs_the_window_not_the_log(tmp_path: Path) -> 
     # summary to head it; the log's size plays no part
     assert window.read == 203
     assert read <= 203 + 1
+
+
+def test_a_running_turn_whose_start_is_missing_does_not_swallow_the_log() -> None:
+    log = Log()
+    for _ in range(50):
+        log.turn(log.user())
+    window = log.select(85, turn=99)
+    assert window.tokens == 80
+    assert window.read < 40  # of 300 entries
