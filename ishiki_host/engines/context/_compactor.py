@@ -64,6 +64,7 @@ class Compactor:
         self.running = False
         self._ready: dict[str, Any] | None = None
         self._usage: dict[str, Any] | None = None
+        self._lock = anyio.Lock()  # one summary at a time
         self._wanted = anyio.Event()
         self._settled = anyio.Event()
         self._settled.set()
@@ -121,8 +122,25 @@ class Compactor:
             self.running = False
             self._settled.set()
 
+    async def compact_now(self, cut: int) -> bool:
+        """Compact the entries up to ``cut`` in the caller's task; ``True`` when a compact entry was made.
+
+        It is appended at once when no turn runs, else right after the running turn.
+        """
+        if cut <= self.floor:
+            return False
+        self.cut = max(cut, self.cut or 0)
+        if not self.summarize:
+            await self._append({"upto": self.cut}, None)
+            return True
+        return await self.compact_once()
+
     async def compact_once(self) -> bool:
         """Summarize up to the pending cut now; ``True`` when a summary was made (failures are logged)."""
+        async with self._lock:
+            return await self._compact_locked()
+
+    async def _compact_locked(self) -> bool:
         cut = self.cut
         if cut is None or cut <= self.floor:
             return False
@@ -130,13 +148,13 @@ class Compactor:
             made = await run_with_deadline(self.ctx.clock, self.timeout, partial(self._summarize, cut))
         except Exception as exc:
             self.failures += 1
+            reason = f"no answer within {self.timeout:g} s" if isinstance(exc, TimeoutError) else f"{exc!r}"
             logger.warning(
-                "%s: the summary of the entries up to %s failed (%s: %s); the window keeps them and the summary "
-                "is retried after the next turn",
+                "%s: the summary of the entries up to %s failed (%s); the window keeps them and the summary is "
+                "retried after the next turn",
                 self.ctx.key,
                 cut,
-                type(exc).__name__,
-                exc,
+                reason,
             )
             return False
         if made and not self.ctx.agent.busy:

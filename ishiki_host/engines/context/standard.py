@@ -123,6 +123,7 @@ class StandardContext(AgentHooks):
             max_tokens=int(options["summaryMaxTokens"]),
             timeout=float(options["summaryTimeoutSeconds"]),
         )
+        self.last_tokens = 0  # the estimated size of the last window selected
 
     def hooks(self) -> AgentHooks:
         """The instance itself."""
@@ -150,11 +151,25 @@ class StandardContext(AgentHooks):
         params = WindowParams(budget, self.refill_ratio, self.cost, step.turn.number)
         window = await log.read_back(partial(select_window, params=params))
         self.compactor.note(window, budget)
+        self.last_tokens = window.tokens
         return window.entries
 
     async def project(self, entries: list[Entry], step: Step) -> list[Message]:
         """Platform messages with their headers; everything else as the default projection renders it."""
         return project_entries(self.renderer.render_entry(entry) for entry in entries)
+
+    async def compact(self) -> bool:
+        """Compact now, in the caller's task: after a ``context_length`` error, before the turn is retried.
+
+        The last window counts as over budget: the exchanges that fit ``refillRatio`` of its estimated size stay
+        and the older ones are summarized (cut, with ``summarize: false``). Returns whether a compact entry was
+        made; ``False`` when only the newest exchange is left, or the summary failed (logged).
+        """
+        if self.last_tokens <= 1:
+            return False
+        params = WindowParams(self.last_tokens - 1, self.refill_ratio, self.cost)
+        window = await self.ctx.log.read_back(partial(select_window, params=params))
+        return window.cut is not None and await self.compactor.compact_now(window.cut)
 
     async def on_turn_finish(self, outcome: TurnOutcome) -> None:
         """Append a finished summary, or ask the background task for the one the window needs."""

@@ -1,11 +1,11 @@
 """The ``standard`` wakeup engine: answer direct messages, mentions, quotes and keywords.
 
 The instance subscribes to the runtime's bus. For every inbound platform message (a ``message`` entry with
-role ``user`` and a ``data.source`` of kind ``message.created``, not sent by the bot's own account) it starts a
-turn, ``agent.continue_(None, reason="wakeup.standard", info={"entry": id, "rule": rule})``, when a rule
-holds, checked in this order: ``direct`` (a private chat), ``mention`` (``source.mentionsSelf``), ``quote``
-(``source.quote.fromSelf``), ``keyword``. Anything else (group chatter, wake prompts, the agent's own messages
-and tool results, non-message entries) is only recorded; the persona sees it at its next turn.
+role ``user`` and a ``data.source`` of kind ``message.created``) it starts a turn, ``agent.continue_(None,
+reason="wakeup.standard", info={"entry": id, "rule": rule})``, when a rule holds, checked in this order:
+``direct`` (a private chat), ``mention`` (``source.mentionsSelf``), ``quote`` (``source.quote.fromSelf``),
+``keyword``. Anything else (group chatter, wake prompts, the agent's own messages and tool results,
+non-message entries) is only recorded; the persona sees it at its next turn.
 
 A message that joined a running turn is left to that turn; if the turn ended without seeing it (it is in
 ``TurnOutcome.unseen``), the rule is applied when the turn's end is announced. ``reconsider`` applies the rule to
@@ -149,16 +149,17 @@ def wake_rule(
 
 
 def _inbound_source(entry: Entry) -> Mapping[str, Any] | None:
-    """The shaped event of an inbound platform message from someone else; ``None`` for anything else."""
+    """The shaped event of an inbound platform message; ``None`` for anything else.
+
+    The bot's own messages are never inbound: it speaks through tool calls (assistant and tool entries), and
+    channels drop the platform's echoes of what it sent by message id before they reach the log.
+    """
     data = entry.data
     source = data.get("source")
     if entry.type != "message" or data.get("role") != "user" or data.get("wake") or not isinstance(source, Mapping):
         return None
     if source.get("kind", "message.created") != "message.created":
         return None
-    user = source.get("user")
-    if isinstance(user, Mapping) and user.get("id") is not None and str(user.get("id")) == str(source.get("selfId")):
-        return None  # the bot's own account
     return source
 
 

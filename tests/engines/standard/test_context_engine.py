@@ -13,11 +13,12 @@ import anyio
 import pytest
 
 from ishiki_host.config.profile_types import Profile
+from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.model import ModelRequest, ModelResult, Usage
 from ishiki_host.core.tokens import estimate_messages_tokens
 from ishiki_host.core.window import SUMMARY_HEADER
 from ishiki_host.engines.context.standard import StandardContext, StandardContextEngine
-from ishiki_host.errors import ConfigError, ModelUnavailable
+from ishiki_host.errors import ConfigError, ContextLengthExceeded, ModelUnavailable
 from ishiki_host.plugins.runtime_api import ContextEngineInstance
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.models import FunctionModel, reply
@@ -283,3 +284,51 @@ def test_bad_options_are_config_errors(tmp_path: Path) -> None:
     harness = RuntimeHarness(tmp_path, model=FunctionModel(lambda r: reply("ok")))
     with pytest.raises(ConfigError, match=r'profile\.yml: context\.standard\.timezone: unknown time zone "Nowhere/X"'):
         StandardContextEngine().create(harness, {"timezone": "Nowhere/X"})
+
+
+async def test_a_summary_that_takes_too_long_is_abandoned_and_retried(
+    tmp_path: Path, inbound: Any, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    summarizer = Summarizer()
+    summarizer.gate = anyio.Event()
+    models = {"summary": FunctionModel(summarizer)}
+    config = {"summaryTimeoutSeconds": 30}
+    async with runtime(tmp_path, config, models=models, clock=fake_clock) as (rt, instance, _):
+        number = 0
+        while instance.compactor.cut is None:
+            number += 1
+            await exchange(rt, inbound, number)
+        await summarizer.entered.wait()
+        await fake_clock.advance(31)  # the summary's deadline, on the runtime's clock
+        await instance.compactor.settled()
+        assert compacts(rt) == []
+        assert instance.compactor.failures == 1
+        assert "failed (no answer within 30 s)" in caplog.text
+        summarizer.gate.set()
+        await exchange(rt, inbound, number + 1)
+        await instance.compactor.settled()
+        assert [c["summary"] for c in compacts(rt)] == ["SUMMARY 2"]
+
+
+async def test_compact_now_after_a_context_length_error(tmp_path: Path, inbound: Any) -> None:
+    def main_model(request: ModelRequest) -> ModelResult:
+        if request.messages[-1].text.endswith("TOO LONG"):
+            raise ContextLengthExceeded("prompt is too long for this model", model="main")
+        return reply("ok")
+
+    async with runtime(tmp_path, context_window=100_000, model=FunctionModel(main_model)) as (rt, instance, main):
+        for number in range(1, 7):
+            await exchange(rt, inbound, number)
+        assert instance.compactor.cut is None  # everything fits by the estimate
+        await rt.agent.send(inbound("TOO LONG", channel="private:42", message_id="x", user=("42", "Ana")))
+        outcome = await (await rt.agent.continue_(reason="test"))
+        assert outcome.kind == "context_length"
+        assert await instance.compact()
+        (compact,) = compacts(rt)
+        retry = await (await rt.agent.continue_(reason="retry"))
+        assert retry.status == "failed"  # the fake model refuses this message whatever the window
+        seen = [m.text for m in main.requests[-1].messages[1:]]
+        assert seen[0] == f"{SUMMARY_HEADER}\nSUMMARY 1"
+        assert len(seen) < 2 * 7  # about half of the exchanges left, behind the summary
+        assert compact["upto"] < rt.log.last_id
+        assert not await StandardContextEngine().create(rt, {}).compact()  # a new instance has no window yet

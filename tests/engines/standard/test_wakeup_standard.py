@@ -148,12 +148,20 @@ async def test_with_direct_off_a_mention_in_a_private_chat_still_counts(tmp_path
 
 
 async def test_never_on_its_own_messages_wake_prompts_or_non_messages(tmp_path: Path, inbound: Any) -> None:
-    async with engine(tmp_path, {"keywords": ["hello"]}) as (rt, instance):
-        await deliver(rt, inbound("hello from my own account", channel="private:x", user=("bot1", "Bot")))
-        outcome = await (await rt.wake("hello, continue"))  # a wake prompt: one turn, none more
+    echo = FunctionModel(lambda request: reply("hello to you", tool_call("note", {"text": "hello"})))
+
+    async def noted(arguments: Mapping[str, Any], context: ToolContext) -> str:
+        return "hello noted"
+
+    note = Tool("note", "Note.", noted)
+    stop = [StopAfterTools()]
+    async with engine(tmp_path, {"keywords": ["hello"]}, model=echo, extra_tools=[note], hooks=stop) as (rt, instance):
+        outcome = await (await rt.wake("hello, continue"))  # a wake prompt; its answer and tool result say hello
         await rt.agent.wait_idle()
         plain_user = await deliver(rt, Message.user("hello without a source").to_dict())
         assert outcome.status == "done"
+        tool_results = [e.data["parts"][0]["text"] for e in rt.log.iter_forward() if e.data.get("role") == "tool"]
+        assert tool_results == ["hello noted"]
         assert [[t.get("reason") for t in ts] for ts in triggers(rt)] == [["wake"]]
         for entry in rt.log.iter_forward():
             assert await instance.decide(entry) is None, entry
