@@ -284,6 +284,8 @@ def test_bad_options_are_config_errors(tmp_path: Path) -> None:
     harness = RuntimeHarness(tmp_path, model=FunctionModel(lambda r: reply("ok")))
     with pytest.raises(ConfigError, match=r'profile\.yml: context\.standard\.timezone: unknown time zone "Nowhere/X"'):
         StandardContextEngine().create(harness, {"timezone": "Nowhere/X"})
+    with pytest.raises(ConfigError, match=r'context\.standard\.summaryModel: no model "cheap" in models\.yaml'):
+        StandardContextEngine().create(harness, {"summaryModel": "cheap"})
 
 
 async def test_a_summary_that_takes_too_long_is_abandoned_and_retried(
