@@ -37,6 +37,7 @@ bench: setup
 docs: setup
 	$(BIN)/python -m ishiki_host.config.reference docs/reference
 	$(BIN)/python -m ishiki_host.plugins.reference docs
+	$(BIN)/python -m ishiki_host.engines.docs docs/engines
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

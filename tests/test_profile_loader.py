@@ -55,7 +55,16 @@ def test_minimal_profile_gets_every_default(load: Callable[..., ProfileLoad]) ->
     profile = result.profile
     assert profile is not None
     assert profile.persona == "You are P.\n"
-    assert profile.context == EngineChoice("context", "standard", {"budgetRatio": 0.75, "refillRatio": 0.5})
+    context_defaults = {
+        "budgetRatio": 0.75,
+        "refillRatio": 0.5,
+        "summarize": True,
+        "summaryModel": None,
+        "summaryMaxTokens": 1024,
+        "summaryTimeoutSeconds": 120,
+        "timezone": None,
+    }
+    assert profile.context == EngineChoice("context", "standard", context_defaults)
     assert profile.wakeup == EngineChoice(
         "wakeup", "standard", {"keywords": [], "direct": True, "mention": True, "quote": True}
     )

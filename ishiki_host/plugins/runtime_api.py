@@ -11,6 +11,10 @@ returns depends on its group:
   native engine returns it unchanged), ``hooks()`` optionally adds agent hooks (text protocols render history);
 - an extension returns any object with ``@hookimpl`` methods (``ishiki_host.plugins.hookspecs``).
 
+An engine instance may also define ``async def run(self, *, task_status)``: background work it owns (the
+standard context engine writes its summaries there). The runtime starts it with ``await tg.start(instance.run)``
+in the runtime's task group after building the agent, and cancels it when the runtime stops.
+
 Bus events a runtime emits besides the agent's own (``turn.*``, ``tool.*``, ``message.appended``):
 ``message.sent`` (``channel_id``, ``sid``, ``ids``, ``text``, ``reply_to``) after a message went out through a
 channel, so wakeup engines can charge a reply cost or start a cooldown.
@@ -57,8 +61,9 @@ class RuntimeContext(Protocol):
     ``model`` is the profile's shared underlying model (never mutated; toolcall engines wrap it per runtime);
     ``models(ref)`` gives any other model of ``models.yaml`` (a group or ``provider:modelId``) for background
     calls such as judges and summarizers, which pass ``priority="background"`` in their requests.
-    ``services`` holds host-wide services by name (``memory`` once the memory store is open), so plugins reach
-    them without importing the host.
+    ``services`` holds host-wide services by name (``memory`` once the memory store is open; ``timezone``, the
+    IANA name of ``ishiki.yaml``'s ``timezone``, which the standard context engine shows message times in), so
+    plugins reach them without importing the host.
     """
 
     @property

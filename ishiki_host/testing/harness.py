@@ -9,15 +9,20 @@ the instances it wants to exercise and drives turns::
         outcome = await rt.say("hello")   # appends a user message and runs one turn
 
 Tools of mounted extensions and ``extra_tools`` are offered every turn; instructions of extensions are joined
-into the system prompt after ``persona``. The harness has no channels: ``send_message`` is not a kernel tool
-here (tests that need it pass their own tool).
+into the system prompt after ``persona``, then the ``instructions()`` of hook objects that have them (a context
+engine's). An entry of ``hooks`` may be a factory called with the harness, so an engine instance can be made
+from this context (``hooks=[lambda rt: Engine().create(rt, {})]``); a hook object with an async
+``run(*, task_status)`` method (an engine's background task) is started in the harness's task group, as the
+runtime starts it, and cancelled when the harness closes. The harness has no channels: ``send_message`` is
+not a kernel tool here (tests that need it pass their own tool).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -51,7 +56,7 @@ class RuntimeHarness:
         model: LanguageModel,
         profile: Profile | None = None,
         clock: Clock | None = None,
-        hooks: Sequence[AgentHooks] = (),
+        hooks: Sequence[AgentHooks | Callable[[RuntimeHarness], AgentHooks]] = (),
         extra_tools: Sequence[Tool] = (),
         models: Mapping[str, LanguageModel] | None = None,
         services: Mapping[str, Any] | None = None,
@@ -70,7 +75,8 @@ class RuntimeHarness:
             model="test",
         )
         self._clock = clock or FakeClock()
-        self._hooks = list(hooks)
+        self._hook_specs = list(hooks)
+        self._hooks: list[AgentHooks] = []
         self._extra_tools = list(extra_tools)
         self._models = dict(models or {})
         self._services = dict(services or {})
@@ -174,6 +180,11 @@ class RuntimeHarness:
         return self._context_window
 
     @property
+    def hooks(self) -> list[AgentHooks]:
+        """The agent's hook objects (factories resolved), once the harness is open."""
+        return list(self._hooks)
+
+    @property
     def services(self) -> dict[str, Any]:
         """Host-wide services given to the harness."""
         return self._services
@@ -197,10 +208,16 @@ class RuntimeHarness:
         self._log = await FactLog.open(self._home / "facts.jsonl", clock=self._clock)
         self._stack.push_async_callback(self._log.close)
         self._resources = create_runtime_resources(self._home, clock=self._clock).center
+        self._hooks = [spec if isinstance(spec, AgentHooks) else spec(self) for spec in self._hook_specs]
         self._agent = Agent(self._log, self._model, self._setup, hooks=self._hooks, bus=self._bus, clock=self._clock)
         tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.callback(tg.cancel_scope.cancel)  # ends the hooks' background tasks once shut down
         self._stack.push_async_callback(self._shutdown)
         await tg.start(self._agent.run)
+        for hook in self._hooks:
+            run = getattr(hook, "run", None)
+            if callable(run) and inspect.iscoroutinefunction(run):
+                await tg.start(run)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -235,4 +252,8 @@ class RuntimeHarness:
             tools.extend(batch or ())
         sections = [self._profile.persona]
         sections += [s for s in await call_in_order(self._pm, "ishiki_instructions", self._plugins, runtime=self) if s]
+        for hook in self._hooks:
+            instructions = getattr(hook, "instructions", None)
+            if callable(instructions) and inspect.iscoroutinefunction(instructions) and (text := await instructions()):
+                sections.append(text)
         return TurnSetup(system="\n\n".join(sections), tools=tools)

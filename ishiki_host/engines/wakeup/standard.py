@@ -1,13 +1,53 @@
-"""The ``standard`` wakeup engine: answer direct messages, mentions, quotes and keywords."""
+"""The ``standard`` wakeup engine: answer direct messages, mentions, quotes and keywords.
+
+The instance subscribes to the runtime's bus. For every inbound platform message (a ``message`` entry with
+role ``user`` and a ``data.source`` of kind ``message.created``) it starts a turn, ``agent.continue_(None,
+reason="wakeup.standard", info={"entry": id, "rule": rule})``, when a rule holds, checked in this order:
+``direct`` (a private chat), ``mention`` (``source.mentionsSelf``), ``quote`` (``source.quote.fromSelf``),
+``keyword``. Anything else (group chatter, wake prompts, the agent's own messages and tool results,
+non-message entries) is only recorded; the persona sees it at its next turn.
+
+A message that joined a running turn is left to that turn; if the turn ended without seeing it (it is in
+``TurnOutcome.unseen``), the rule is applied when the turn's end is announced. ``reconsider`` applies the rule to
+messages a crashed turn left unanswered. ``continue_(None)`` joins a queued turn, so a burst of triggering
+messages becomes one turn.
+
+Keywords match case-insensitively (``str.casefold``), with runs of whitespace treated as one space, as whole
+words: an edge of the keyword that is a letter or digit of a space-separated script must not touch another
+letter or digit (``cat`` matches "a cat!" and "Cat?" but not "category"), while an edge in a script written
+without spaces (Chinese, Japanese, Korean) may touch anything (``猫`` matches "我的猫很可爱").
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from ishiki_host.engines._options import resolve_options
+from ishiki_host.errors import AgentStopped
 from ishiki_host.plugins.base import WakeupEngine
 
-__all__ = ["StandardWakeupEngine"]
+if TYPE_CHECKING:
+    from ishiki_host.core.bus import BusEvent
+    from ishiki_host.core.entries import Entry
+    from ishiki_host.plugins.runtime_api import Dispose, RuntimeContext
+
+__all__ = ["KeywordMatcher", "StandardWakeup", "StandardWakeupEngine", "wake_rule"]
+
+logger = logging.getLogger(__name__)
+
+REASON = "wakeup.standard"
+_END_EVENTS = ("turn.done", "turn.failed", "turn.aborted")
+# Code points of scripts written without spaces between words: a keyword edge there needs no word boundary.
+_UNSPACED = (
+    (0x3040, 0x30FF),  # hiragana, katakana
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x2FFFF),  # CJK extensions B-F
+)
 
 
 class StandardWakeupEngine(WakeupEngine):
@@ -22,9 +62,9 @@ class StandardWakeupEngine(WakeupEngine):
         "properties": {
             "keywords": {
                 "type": "array",
-                "items": {"type": "string", "minLength": 1},
+                "items": {"type": "string", "minLength": 1, "pattern": "\\S"},
                 "default": [],
-                "description": "Words that start a turn when a message contains them (case-insensitive).",
+                "description": "Words that start a turn when a message contains them (case-insensitive, whole words).",
             },
             "direct": {"type": "boolean", "default": True, "description": "Answer every direct (private) message."},
             "mention": {"type": "boolean", "default": True, "description": "Answer messages that mention the bot."},
@@ -32,6 +72,160 @@ class StandardWakeupEngine(WakeupEngine):
         },
     }
 
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
+    def create(self, ctx: Any, config: Mapping[str, Any]) -> StandardWakeup:
         """Make the engine instance for one runtime."""
-        raise NotImplementedError("implemented by the runtime issue")
+        return StandardWakeup(ctx, resolve_options(self.config_schema, config, where="wakeup.standard"))
+
+
+class StandardWakeup:
+    """One runtime's standard wakeup engine (see the module docstring)."""
+
+    def __init__(self, ctx: RuntimeContext, options: Mapping[str, Any]):
+        self.ctx = ctx
+        self.direct = bool(options["direct"])
+        self.mention = bool(options["mention"])
+        self.quote = bool(options["quote"])
+        self.keywords = KeywordMatcher(options["keywords"])
+
+    def attach(self, ctx: RuntimeContext) -> Dispose:
+        """Subscribe to ``message.appended`` and the turn end events; returns the unsubscriber."""
+        self.ctx = ctx
+        unsubscribe = [ctx.bus.subscribe("message.appended", self._on_appended)]
+        unsubscribe += [ctx.bus.subscribe(name, self._on_turn_end) for name in _END_EVENTS]
+
+        def dispose() -> None:
+            for undo in unsubscribe:
+                undo()
+
+        return dispose
+
+    async def reconsider(self, entries: Sequence[Entry]) -> None:
+        """Apply the rule to messages a crashed turn left unanswered (in order; one turn for them all)."""
+        for entry in entries:
+            await self.decide(entry)
+
+    async def decide(self, entry: Entry) -> str | None:
+        """Start a turn for ``entry`` if a rule holds; returns the rule (``None``: recorded only)."""
+        rule = wake_rule(entry, direct=self.direct, mention=self.mention, quote=self.quote, keywords=self.keywords)
+        if rule is None:
+            return None
+        try:
+            await self.ctx.agent.continue_(None, reason=REASON, info={"entry": entry.id, "rule": rule})
+        except AgentStopped:
+            logger.debug("%s: entry %s not answered: the agent is stopping", self.ctx.key, entry.id)
+            return None
+        return rule
+
+    async def _on_appended(self, event: BusEvent) -> None:
+        if not event.data.get("joined"):  # a joined entry is the running turn's; unseen ones come back below
+            await self.decide(event["entry"])
+
+    async def _on_turn_end(self, event: BusEvent) -> None:
+        for entry in getattr(event.data.get("outcome"), "unseen", ()):
+            await self.decide(entry)
+
+
+def wake_rule(
+    entry: Entry,
+    *,
+    direct: bool = True,
+    mention: bool = True,
+    quote: bool = True,
+    keywords: KeywordMatcher | None = None,
+) -> str | None:
+    """The first rule that starts a turn for ``entry`` (direct, mention, quote, keyword), or ``None``."""
+    source = _inbound_source(entry)
+    if source is None:
+        return None
+    if direct and _is_direct(source):
+        return "direct"
+    if mention and source.get("mentionsSelf"):
+        return "mention"
+    if quote and _quotes_self(source):
+        return "quote"
+    if keywords and keywords.search(_text(entry)):
+        return "keyword"
+    return None
+
+
+def _inbound_source(entry: Entry) -> Mapping[str, Any] | None:
+    """The shaped event of an inbound platform message; ``None`` for anything else.
+
+    The bot's own messages are never inbound: it speaks through tool calls (assistant and tool entries), and
+    channels drop the platform's echoes of what it sent by message id before they reach the log.
+    """
+    data = entry.data
+    source = data.get("source")
+    if entry.type != "message" or data.get("role") != "user" or data.get("wake") or not isinstance(source, Mapping):
+        return None
+    if source.get("kind", "message.created") != "message.created":
+        return None
+    return source
+
+
+def _is_direct(source: Mapping[str, Any]) -> bool:
+    channel = source.get("channelId")
+    if isinstance(channel, str) and channel.partition(":")[0] in ("private", "group"):
+        return channel.startswith("private:")
+    return bool(source.get("isDirect"))
+
+
+def _quotes_self(source: Mapping[str, Any]) -> bool:
+    quote = source.get("quote")
+    return isinstance(quote, Mapping) and bool(quote.get("fromSelf"))
+
+
+def _text(entry: Entry) -> str:
+    parts = entry.data.get("parts") or ()
+    text = "".join(str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and p.get("type", "text") == "text")
+    source = entry.data.get("source")
+    content = source.get("content") if isinstance(source, Mapping) else None
+    return text or (content if isinstance(content, str) else "")
+
+
+class KeywordMatcher:
+    """Whole-word, case-insensitive keyword search (see the module docstring for what a word edge is)."""
+
+    def __init__(self, keywords: Sequence[str]):
+        normalized = (_normalize(k) for k in keywords)
+        self.keywords: tuple[str, ...] = tuple(dict.fromkeys(k for k in normalized if k))
+
+    def __bool__(self) -> bool:
+        return bool(self.keywords)
+
+    def search(self, text: str) -> bool:
+        """Whether any keyword occurs in ``text`` as a whole word."""
+        return self.find(text) is not None
+
+    def find(self, text: str) -> str | None:
+        """The first keyword (normalized) that occurs in ``text``, if any."""
+        haystack = _normalize(text)
+        return next((k for k in self.keywords if _occurs(k, haystack)), None)
+
+
+def _normalize(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _occurs(keyword: str, text: str) -> bool:
+    start = text.find(keyword)
+    while start >= 0:
+        end = start + len(keyword)
+        before = text[start - 1] if start > 0 else ""
+        after = text[end] if end < len(text) else ""
+        if not (_joins(before, keyword[0]) or _joins(keyword[-1], after)):
+            return True
+        start = text.find(keyword, start + 1)
+    return False
+
+
+def _joins(left: str, right: str) -> bool:
+    """Whether two adjacent characters are inside one word of a space-separated script."""
+    return _wordish(left) and _wordish(right)
+
+
+def _wordish(char: str) -> bool:
+    if not char or not (char.isalnum() or char == "_"):
+        return False
+    code = ord(char)
+    return not any(low <= code <= high for low, high in _UNSPACED)
