@@ -11,6 +11,13 @@ the instances it wants to exercise and drives turns::
 Tools of mounted extensions and ``extra_tools`` are offered every turn; instructions of extensions are joined
 into the system prompt after ``persona``. The harness has no channels: ``send_message`` is not a kernel tool
 here (tests that need it pass their own tool).
+
+Engine instances need the harness as their context, so they are mounted after it is built and before it is
+entered, as the runtime would use them::
+
+    rt = RuntimeHarness(tmp_path, model=model)
+    rt.mount_engines(context=MyContext().create(rt, {}), toolcall=MyToolcall().create(rt, {}))
+    async with rt: ...
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import random
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -37,6 +44,9 @@ from ishiki_host.core.turns import Turn, TurnHandle, TurnOutcome, TurnSetup
 from ishiki_host.plugins.hooks import await_results, call_in_order, make_plugin_manager
 from ishiki_host.runtime.paths import RuntimeKey
 from ishiki_host.runtime.resources import ResourceCenter, create_runtime_resources
+
+if TYPE_CHECKING:
+    from ishiki_host.plugins.runtime_api import ContextEngineInstance, ToolcallEngineInstance
 
 __all__ = ["RuntimeHarness"]
 
@@ -71,6 +81,8 @@ class RuntimeHarness:
         )
         self._clock = clock or FakeClock()
         self._hooks = list(hooks)
+        self._agent_model = model
+        self._engines: list[ContextEngineInstance | ToolcallEngineInstance] = []
         self._extra_tools = list(extra_tools)
         self._models = dict(models or {})
         self._services = dict(services or {})
@@ -197,7 +209,9 @@ class RuntimeHarness:
         self._log = await FactLog.open(self._home / "facts.jsonl", clock=self._clock)
         self._stack.push_async_callback(self._log.close)
         self._resources = create_runtime_resources(self._home, clock=self._clock).center
-        self._agent = Agent(self._log, self._model, self._setup, hooks=self._hooks, bus=self._bus, clock=self._clock)
+        self._agent = Agent(
+            self._log, self._agent_model, self._setup, hooks=self._hooks, bus=self._bus, clock=self._clock
+        )
         tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.push_async_callback(self._shutdown)
         await tg.start(self._agent.run)
@@ -217,6 +231,22 @@ class RuntimeHarness:
             if self._agent is not None:
                 await self._agent.stop()
 
+    def mount_engines(
+        self, *, context: ContextEngineInstance | None = None, toolcall: ToolcallEngineInstance | None = None
+    ) -> None:
+        """Use engine instances made with this harness as their context (call before entering).
+
+        Their hooks go before the ``hooks`` given at construction (context engine first), the agent calls
+        ``toolcall.wrap(model)``, and each turn's system prompt ends with both engines' ``instructions()``.
+        """
+        if self._agent is not None:
+            raise RuntimeError("mount engines before entering the harness")
+        engines = [engine for engine in (context, toolcall) if engine is not None]
+        self._engines.extend(engines)
+        self._hooks[:0] = [hooks for hooks in (engine.hooks() for engine in engines) if hooks is not None]
+        if toolcall is not None:
+            self._agent_model = toolcall.wrap(self._model)
+
     async def mount_extension(self, instance: object) -> None:
         """Register an extension instance and run its ``ishiki_attach``."""
         self._pm.register(instance)
@@ -235,4 +265,5 @@ class RuntimeHarness:
             tools.extend(batch or ())
         sections = [self._profile.persona]
         sections += [s for s in await call_in_order(self._pm, "ishiki_instructions", self._plugins, runtime=self) if s]
+        sections += [s for s in [await engine.instructions() for engine in self._engines] if s]
         return TurnSetup(system="\n\n".join(sections), tools=tools)
