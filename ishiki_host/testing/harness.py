@@ -12,6 +12,9 @@ Tools of mounted extensions and ``extra_tools`` are offered every turn; instruct
 into the system prompt after ``persona``. The harness has no channels: ``send_message`` is not a kernel tool
 here (tests that need it pass their own tool).
 
+Work given to ``spawn`` runs in the harness's task group; ``await rt.settle()`` waits until it has finished
+(wrap it in a deadline), and leaving the harness cancels what is still running.
+
 Engine instances need the harness as their context, so they are mounted after it is built and before it is
 entered, as the runtime would use them::
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,6 +102,10 @@ class RuntimeHarness:
         self._log: FactLog | None = None
         self._agent: Agent | None = None
         self._resources: ResourceCenter | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._background: set[anyio.CancelScope] = set()
+        self._settled = anyio.Event()
+        self._closing = False
 
     # -- RuntimeContext --------------------------------------------------------------------------------
 
@@ -202,6 +209,33 @@ class RuntimeHarness:
         """Queue a turn; a missing or blank prompt is "Continue."."""
         return await self.agent.continue_(prompt or "Continue.", priority=priority, reason="wake")
 
+    def spawn(self, fn: Callable[[], Awaitable[object]], *, name: str) -> None:
+        """Run ``fn()`` in the harness's task group (see ``settle``); ignored once the harness is closing."""
+        assert self._tg is not None, "use the harness as an async context manager"
+        if self._closing:
+            self.logger.debug("background work %s not started: the harness is closing", name)
+            return
+        scope = anyio.CancelScope()
+        self._background.add(scope)
+        self._tg.start_soon(self._run_background, fn, name, scope, name=name)
+
+    async def _run_background(self, fn: Callable[[], Awaitable[object]], name: str, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await fn()
+        except Exception:
+            self.logger.exception("background work %s failed", name)
+        finally:
+            self._background.discard(scope)
+            if not self._background:
+                self._settled.set()
+                self._settled = anyio.Event()
+
+    async def settle(self) -> None:
+        """Wait until no work given to ``spawn`` is running (wrap it in a deadline)."""
+        while self._background:
+            await self._settled.wait()
+
     # -- driving ---------------------------------------------------------------------------------------
 
     async def __aenter__(self) -> RuntimeHarness:
@@ -212,7 +246,7 @@ class RuntimeHarness:
         self._agent = Agent(
             self._log, self._agent_model, self._setup, hooks=self._hooks, bus=self._bus, clock=self._clock
         )
-        tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._tg = tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.push_async_callback(self._shutdown)
         await tg.start(self._agent.run)
         return self
@@ -221,6 +255,9 @@ class RuntimeHarness:
         await self._stack.aclose()
 
     async def _shutdown(self) -> None:
+        self._closing = True
+        for scope in list(self._background):
+            scope.cancel()
         with anyio.CancelScope(shield=True):
             await call_in_order(self._pm, "ishiki_stop", self._plugins, return_exceptions=True, runtime=self)
             for dispose in reversed(self._disposers):

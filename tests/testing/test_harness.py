@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from ishiki_host import hookimpl
@@ -112,3 +113,37 @@ async def test_mounted_engines_shape_the_window_the_model_and_the_prompt(tmp_pat
     system, user = inner.requests[0].messages
     assert system.text.endswith("context engine section\n\ntoolcall engine section")
     assert user.text == "[tagged] hi"
+
+
+async def test_spawned_work_runs_off_the_turn_and_is_cancelled_on_exit(tmp_path: Path) -> None:
+    release = anyio.Event()
+    done: list[str] = []
+    cancelled: list[str] = []
+
+    async def slow() -> None:
+        await release.wait()
+        done.append("slow")
+
+    async def never() -> None:
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            cancelled.append("never")
+            raise
+
+    async def broken() -> None:
+        raise ValueError("boom")
+
+    async with RuntimeHarness(tmp_path, model=ScriptedModel(["ok"])) as rt:
+        rt.spawn(slow, name="slow")
+        rt.spawn(broken, name="broken")  # logged, never raised
+        outcome = await rt.say("hi")  # a turn does not wait for background work
+        assert outcome.status == "done"
+        assert done == []
+        release.set()
+        with anyio.fail_after(5):
+            await rt.settle()
+        assert done == ["slow"]
+        rt.spawn(never, name="never")
+    assert cancelled == ["never"]
+    rt.spawn(slow, name="late")  # once closing, nothing starts
