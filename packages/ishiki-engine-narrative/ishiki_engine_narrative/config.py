@@ -26,35 +26,35 @@ if TYPE_CHECKING:
 __all__ = ["CONTEXT_SCHEMA", "TOOLCALL_SCHEMA", "RoleSettings", "builtin_prompt", "resolve_options", "role_settings"]
 
 
-def _role(what: str, max_tokens: int, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _role(who: str, about: str, max_tokens: int, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "model": {
             "type": "string",
             "minLength": 1,
-            "description": f"The model of {what}: a group or `provider:modelId` of models.yaml. "
-            "Absent: the profile's model.",
+            "description": f"{who}'s model: a group or `provider:modelId` of models.yaml. Absent: the profile's model.",
         },
         "prompt": {
             "type": "string",
             "minLength": 1,
-            "description": f"A prompt file for {what}, relative to the profile directory, replacing the "
-            "built-in instructions (the answer format is always added).",
+            "description": f"A file, relative to the profile directory, replacing {who}'s built-in instructions "
+            "(the answer format is always added).",
         },
         "maxTokens": {
             "type": "integer",
             "minimum": 16,
             "default": max_tokens,
-            "description": f"The most tokens {what} may answer with.",
+            "description": f"The most tokens {who} may answer with.",
         },
         "temperature": {
             "type": "number",
             "minimum": 0,
             "maximum": 2,
-            "description": f"The sampling temperature of {what}. Absent: the provider's default.",
+            "description": f"{who}'s sampling temperature. Absent: the provider's default.",
         },
         **(extra or {}),
     }
-    return {"type": "object", "additionalProperties": False, "default": {}, "properties": properties}
+    schema = {"type": "object", "additionalProperties": False, "default": {}, "properties": properties}
+    return {**schema, "description": about}
 
 
 CONTEXT_SCHEMA: Mapping[str, Any] = {
@@ -77,7 +77,11 @@ CONTEXT_SCHEMA: Mapping[str, Any] = {
             "description": "Messages the narrative already covers that stay in the window word for word "
             "(tone and exact wording of the last exchange).",
         },
-        "update": _role("the narrative update (one background call after each turn)", 700),
+        "update": _role(
+            "The update",
+            "The narrative update: one background call after each turn (and a catch-up when messages pile up).",
+            700,
+        ),
     },
 }
 """``context.narrative`` of a profile."""
@@ -86,9 +90,10 @@ TOOLCALL_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "narrator": _role("the Narrator (chooses act, reply, wait or finish)", 200),
+        "narrator": _role("The Narrator", "The Narrator: chooses act, reply, wait or finish, with a rationale.", 200),
         "decoder": _role(
-            "the Action Decoder (turns an act intent into tool calls)",
+            "The Action Decoder",
+            "The Action Decoder: turns an act intent into tool calls over the step's real tool schemas.",
             1000,
             {
                 "retries": {
@@ -101,7 +106,7 @@ TOOLCALL_SCHEMA: Mapping[str, Any] = {
                 }
             },
         ),
-        "replyer": _role("the Replyer (writes the message in the persona's voice)", 1000),
+        "replyer": _role("The Replyer", "The Replyer: writes the message in the persona's voice.", 1000),
         "maxResultChars": {
             "type": "integer",
             "minimum": 200,

@@ -147,12 +147,12 @@ class Pipeline:
             run.answered(result, model)
             decision = parse_decision(result.text)
         except (ModelError, RoleOutputInvalid) as exc:
-            await recorder.role("narrator", model.name, request, result=result, error=exc, fallback="wait")
+            await recorder.role("narrator", _who(result, model), request, result=result, error=exc, fallback="wait")
             return Decision("wait", f"the Narrator failed ({describe_error(exc)})")
         parsed: dict[str, Any] = decision.to_dict()
         if scene.failure:
             parsed["told"] = scene.failure
-        await recorder.role("narrator", model.name, request, result=result, parsed=parsed)
+        await recorder.role("narrator", _who(result, model), request, result=result, parsed=parsed)
         return decision
 
     async def _decode(self, scene: Scene, decision: Decision, recorder: Recorder, run: _Run) -> tuple[ToolCall, ...]:
@@ -169,10 +169,10 @@ class Pipeline:
             self._state.decoder_failed = True
             self._state.decoder_failures += 1
             self._state.failure = f"You chose act ({decision.rationale}), but it could not be done: {exc}"
-            await recorder.role("decoder", model.name, request, result=result, error=exc, fallback="report")
+            await recorder.role("decoder", _who(result, model), request, result=result, error=exc, fallback="report")
             return ()
         self._state.decoder_failures = 0
-        await recorder.role("decoder", model.name, request, result=result, parsed=[c.to_dict() for c in calls])
+        await recorder.role("decoder", _who(result, model), request, result=result, parsed=[c.to_dict() for c in calls])
         return calls
 
     async def _reply(
@@ -187,9 +187,14 @@ class Pipeline:
             run.answered(result, model)
             messages = reply_messages(result.text, send)
         except (ModelError, RoleOutputInvalid) as exc:
-            await recorder.role("replyer", model.name, request, result=result, error=exc, fallback="silent")
+            await recorder.role("replyer", _who(result, model), request, result=result, error=exc, fallback="silent")
             return (), ""
-        await recorder.role("replyer", model.name, request, result=result, parsed={"messages": messages})
+        await recorder.role("replyer", _who(result, model), request, result=result, parsed={"messages": messages})
         if send is None:
             return (), "\n\n".join(messages)
         return (ToolCall(self._call_id(1), SEND, {"messages": messages}),), ""
+
+
+def _who(result: ModelResult | None, model: LanguageModel) -> str:
+    """Who answered: the model the result names (a group's member), else the model asked."""
+    return result.model if result is not None and result.model else model.name
