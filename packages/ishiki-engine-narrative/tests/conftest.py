@@ -111,7 +111,8 @@ MakeRuntime = Callable[..., RuntimeHarness]
 @pytest.fixture
 def make_runtime(tmp_path: Path, fake_clock: FakeClock) -> MakeRuntime:
     """``make_runtime(model, chat, context={...}, toolcall={...}, models={...}, home=...)``: a harness whose
-    agent runs the narrative engines (made with the harness as their context) and the stop rule."""
+    agent runs the narrative engines (made with the harness as their context, or with ``context_ctx(rt)`` for
+    the context engine) and the stop rule."""
 
     def make(
         model: LanguageModel,
@@ -121,6 +122,7 @@ def make_runtime(tmp_path: Path, fake_clock: FakeClock) -> MakeRuntime:
         toolcall: Mapping[str, Any] | None = None,
         models: Mapping[str, LanguageModel] | None = None,
         home: Path | None = None,
+        context_ctx: Callable[[RuntimeHarness], Any] | None = None,
     ) -> RuntimeHarness:
         home = home or tmp_path / "runtime"
         profile = Profile(id="kiri", directory=tmp_path, file=tmp_path / "profile.yml", persona=PERSONA, model="main")
@@ -134,7 +136,7 @@ def make_runtime(tmp_path: Path, fake_clock: FakeClock) -> MakeRuntime:
             models=models,
         )
         engines = SimpleNamespace(
-            context=NarrativeContextEngine().create(rt, context or {}),
+            context=NarrativeContextEngine().create(context_ctx(rt) if context_ctx else rt, context or {}),
             toolcall=NarrativeToolcallEngine().create(rt, toolcall or {}),
         )
         rt.mount_engines(context=engines.context, toolcall=engines.toolcall)

@@ -164,3 +164,36 @@ def test_projection_names_senders_and_drops_empty_steps() -> None:
         ("user", "(wake-up) Continue."),
         ("assistant", "hello"),
     ]
+
+
+def test_the_update_after_a_turn_stops_at_its_end_and_before_what_it_never_saw() -> None:
+    from ishiki_host.core import TurnOutcome
+
+    from ishiki_engine_narrative.context import _turn_part
+
+    after = [entry(1), entry(2, "event", turn=3), entry(3, turn=3), entry(4), entry(5, "event", turn=3), entry(6)]
+    assert ids(_turn_part(after, TurnOutcome(3, "done", "sent"))) == [1, 2, 3, 4, 5]
+    assert ids(_turn_part(after, TurnOutcome(3, "done", "sent", unseen=(after[3],)))) == [1, 2, 3]
+    assert _turn_part(after, TurnOutcome(9, "done", "sent")) == []
+
+
+class WithoutSpawn:
+    """A runtime context that offers no ``spawn`` (everything else is the harness's)."""
+
+    def __init__(self, rt: Any):
+        self._rt = rt
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "spawn":
+            raise AttributeError(name)
+        return getattr(self._rt, name)
+
+
+async def test_without_spawn_the_update_runs_at_the_end_of_the_turn(
+    make_runtime: Any, chat: Any, which_role: Any
+) -> None:
+    roles = Roles(which_role, lambda n: reply(story("inline")), ["reply"])
+    async with make_runtime(roles.model, chat, context_ctx=WithoutSpawn) as rt:
+        await rt.say("hi")  # no settle: the update is part of the turn's end
+        stories = [e for e in rt.log.iter_forward() if e.type == ENTRY_TYPE]
+    assert [s.data["situation"] for s in stories] == ["inline"]
