@@ -9,8 +9,8 @@ On a restart or after eviction, nothing needs restoring: the newest ``narrative`
 update cut short by the stop is simply done by the next one).
 
 Every update folds the entries right after its base story's ``upto``, so each ``narrative`` entry stands for
-exactly the entries up to its own ``upto``, whichever update finished last; updates of one runtime still run
-one at a time (a lock), each starting from the newest story.
+exactly the entries up to its own ``upto``, whichever update finished last: the updates after turns run one
+at a time (each starting from the newest story), and a catch-up never waits for them.
 ``instructions()`` give the model the current story, tagged ``<narrative entry="N">``.
 """
 
@@ -108,15 +108,13 @@ class NarrativeContext(AgentHooks):
         return await log.read_back(partial(scan_window, recent=self._recent, limit=self._max * _FOLD_FACTOR))
 
     async def _catch_up(self, log: FactLog, scan: Scan, priority: Priority) -> Scan:
-        async with self._folding:
-            scan = await self._scan(log)  # a background update may have folded meanwhile
-            part = _older_part(scan.after, keep=self._max // 2) if scan.messages_after > self._max else []
-            if not part:
-                return scan
-            folded = await self._updater.fold(
-                log, scan.narrative, part, reason="catchup", priority=priority, skipped=scan.skipped
-            )
-            return await self._scan(log) if folded is not None else scan
+        # Not behind the lock: a background update may wait a long while for the gateway to let it go, and
+        # the turn must not wait for it (both results are valid stories; the newer entry wins).
+        part = _older_part(scan.after, keep=self._max // 2)
+        folded = await self._updater.fold(
+            log, scan.narrative, part, reason="catchup", priority=priority, skipped=scan.skipped
+        )
+        return await self._scan(log) if folded is not None else scan
 
 
 def _turn_part(after: Sequence[Entry], outcome: TurnOutcome) -> list[Entry]:
