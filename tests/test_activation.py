@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ishiki_host.errors import ConfigDirError, PluginLoadFailed, PluginNotFound
+from ishiki_host.plugins.activation import _how_to_use
 from ishiki_host.plugins.configdir import ConfigDir, load_config_dir
 from ishiki_host.plugins.discovery import PluginRegistry
 
@@ -147,9 +148,22 @@ def test_requires_must_be_met_in_the_same_profile(gate: Callable[..., ConfigDir]
     assert alone is not None
     assert alone.errors[0].message == (
         "ishiki.engine.context.needsdecoder requires ishiki.engine.toolcall.testdecoder in the same profile, "
-        "which does not use it"
+        "which does not use it (set toolcall.engine: testdecoder)"
     )
     assert alone.errors[0].path == "context.engine"
+
+
+@pytest.mark.parametrize(
+    ("service", "hint"),
+    [
+        ("ishiki.engine.toolcall.narrative", " (set toolcall.engine: narrative)"),
+        ("ishiki.engine.wakeup.jev", " (set wakeup.engine: jev)"),
+        ("ishiki.ext.memory", " (enable extends.memory)"),
+        ("ishiki.channel.telegram", ""),
+    ],
+)
+def test_an_unmet_requirement_says_which_key_brings_it_in(service: str, hint: str) -> None:
+    assert _how_to_use(service) == hint
 
 
 def test_model_provider_api_is_required(gate: Callable[..., ConfigDir]) -> None:

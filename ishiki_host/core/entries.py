@@ -14,6 +14,8 @@ Entry types (``type``) and their ``data``:
 - ``session``: a session boundary (``reason``: clear | compact | ...; ``summary`` when seeded).
 - ``compact``: a summary that stands for the entries before ``upto`` (an entry id).
 - ``catalog``: tool-catalogue changes (toolsearch discoveries).
+- ``narrative``: the story state of the narrative context engine (``present``, ``situation``, ``threads``,
+  ``intent``), standing for every entry up to ``upto`` as a ``compact`` entry does.
 - ``custom``: anything an engine or extension records (``kind`` names it).
 """
 
@@ -27,7 +29,8 @@ from typing import Any
 __all__ = ["Entry", "EntryType"]
 
 EntryType = str
-"""``message``, ``event``, ``usage``, ``session``, ``compact``, ``catalog``, ``custom`` or a plugin's own."""
+"""``message``, ``event``, ``usage``, ``session``, ``compact``, ``catalog``, ``narrative``, ``custom``, or a plugin's
+own."""
 
 
 @dataclass(frozen=True, slots=True)

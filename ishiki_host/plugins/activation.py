@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ishiki_host.config.claims import ClaimIndex
-from ishiki_host.config.services import CHANNEL_GROUP, PROVIDER_GROUP, service_name
+from ishiki_host.config.services import CHANNEL_GROUP, ENGINE_GROUPS, EXTENSION_GROUP, PROVIDER_GROUP, service_name
 from ishiki_host.config.validation import did_you_mean
 from ishiki_host.config.yamlio import Key, format_path
 from ishiki_host.errors import ConfigError, PluginNotFound, ProfileInvalid
@@ -126,6 +126,15 @@ def _unmet_requires(
         spec = registry.spec(name)
         for needed in spec.requires if spec else ():
             if needed not in services:
-                message = f"{name} requires {needed} in the same profile, which does not use it"
+                message = f"{name} requires {needed} in the same profile, which does not use it{_how_to_use(needed)}"
                 problems.append(ProfileInvalid(message, file=load.file, line=load.line(path), path=format_path(path)))
     return problems
+
+
+def _how_to_use(service: str) -> str:
+    """`` (set toolcall.engine: narrative)``: the profile key that would bring ``service`` in, when there is one."""
+    group, _, name = service.rpartition(".")
+    kind = next((kind for kind, engines in ENGINE_GROUPS.items() if engines == group), None)
+    if kind is not None:
+        return f" (set {kind}.engine: {name})"
+    return f" (enable extends.{name})" if group == EXTENSION_GROUP else ""

@@ -63,7 +63,8 @@ class RuntimeContext(Protocol):
     calls such as judges and summarizers, which pass ``priority="background"`` in their requests.
     ``services`` holds host-wide services by name (``memory`` once the memory store is open; ``timezone``, the
     IANA name of ``ishiki.yaml``'s ``timezone``, which the standard context engine shows message times in), so
-    plugins reach them without importing the host.
+    plugins reach them without importing the host. ``spawn`` runs background work (an update after a turn) off
+    the path of turns, in the runtime's task group.
     """
 
     @property
@@ -153,6 +154,15 @@ class RuntimeContext(Protocol):
 
     def models(self, ref: str) -> LanguageModel:
         """Another model of ``models.yaml`` by reference (a group or ``provider:modelId``)."""
+        ...
+
+    def spawn(self, fn: Callable[[], Awaitable[object]], *, name: str) -> None:
+        """Run ``fn()`` in the runtime's task group, so a turn (or the next one) never waits for it.
+
+        For background work such as a summary after a turn: ``on_turn_finish`` runs before the agent takes its
+        next turn, so work done there delays the next reply. The task is cancelled when the runtime stops; an
+        exception it raises is logged with ``name``, never raised to anyone.
+        """
         ...
 
     async def wake(self, prompt: str | None = None, *, priority: Priority = "interactive") -> TurnHandle:

@@ -15,6 +15,16 @@ from this context (``hooks=[lambda rt: Engine().create(rt, {})]``); a hook objec
 ``run(*, task_status)`` method (an engine's background task) is started in the harness's task group, as the
 runtime starts it, and cancelled when the harness closes. The harness has no channels: ``send_message`` is
 not a kernel tool here (tests that need it pass their own tool).
+
+Work given to ``spawn`` runs in the harness's task group; ``await rt.settle()`` waits until it has finished
+(wrap it in a deadline), and leaving the harness cancels what is still running.
+
+Engine instances that need the harness as their context can also be mounted after it is built and before it
+is entered, as the runtime would use them::
+
+    rt = RuntimeHarness(tmp_path, model=model)
+    rt.mount_engines(context=MyContext().create(rt, {}), toolcall=MyToolcall().create(rt, {}))
+    async with rt: ...
 """
 
 from __future__ import annotations
@@ -22,10 +32,10 @@ from __future__ import annotations
 import inspect
 import logging
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -42,6 +52,9 @@ from ishiki_host.core.turns import Turn, TurnHandle, TurnOutcome, TurnSetup
 from ishiki_host.plugins.hooks import await_results, call_in_order, make_plugin_manager
 from ishiki_host.runtime.paths import RuntimeKey
 from ishiki_host.runtime.resources import ResourceCenter, create_runtime_resources
+
+if TYPE_CHECKING:
+    from ishiki_host.plugins.runtime_api import ContextEngineInstance, ToolcallEngineInstance
 
 __all__ = ["RuntimeHarness"]
 
@@ -77,6 +90,8 @@ class RuntimeHarness:
         self._clock = clock or FakeClock()
         self._hook_specs = list(hooks)
         self._hooks: list[AgentHooks] = []
+        self._agent_model = model
+        self._engines: list[ContextEngineInstance | ToolcallEngineInstance] = []
         self._extra_tools = list(extra_tools)
         self._models = dict(models or {})
         self._services = dict(services or {})
@@ -93,6 +108,10 @@ class RuntimeHarness:
         self._log: FactLog | None = None
         self._agent: Agent | None = None
         self._resources: ResourceCenter | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._background: set[anyio.CancelScope] = set()
+        self._settled = anyio.Event()
+        self._closing = False
 
     # -- RuntimeContext --------------------------------------------------------------------------------
 
@@ -201,6 +220,33 @@ class RuntimeHarness:
         """Queue a turn; a missing or blank prompt is "Continue."."""
         return await self.agent.continue_(prompt or "Continue.", priority=priority, reason="wake")
 
+    def spawn(self, fn: Callable[[], Awaitable[object]], *, name: str) -> None:
+        """Run ``fn()`` in the harness's task group (see ``settle``); ignored once the harness is closing."""
+        assert self._tg is not None, "use the harness as an async context manager"
+        if self._closing:
+            self.logger.debug("background work %s not started: the harness is closing", name)
+            return
+        scope = anyio.CancelScope()
+        self._background.add(scope)
+        self._tg.start_soon(self._run_background, fn, name, scope, name=name)
+
+    async def _run_background(self, fn: Callable[[], Awaitable[object]], name: str, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await fn()
+        except Exception:
+            self.logger.exception("background work %s failed", name)
+        finally:
+            self._background.discard(scope)
+            if not self._background:
+                self._settled.set()
+                self._settled = anyio.Event()
+
+    async def settle(self) -> None:
+        """Wait until no work given to ``spawn`` is running (wrap it in a deadline)."""
+        while self._background:
+            await self._settled.wait()
+
     # -- driving ---------------------------------------------------------------------------------------
 
     async def __aenter__(self) -> RuntimeHarness:
@@ -208,9 +254,13 @@ class RuntimeHarness:
         self._log = await FactLog.open(self._home / "facts.jsonl", clock=self._clock)
         self._stack.push_async_callback(self._log.close)
         self._resources = create_runtime_resources(self._home, clock=self._clock).center
-        self._hooks = [spec if isinstance(spec, AgentHooks) else spec(self) for spec in self._hook_specs]
-        self._agent = Agent(self._log, self._model, self._setup, hooks=self._hooks, bus=self._bus, clock=self._clock)
-        tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._hooks[len(self._hooks) :] = [
+            spec if isinstance(spec, AgentHooks) else spec(self) for spec in self._hook_specs
+        ]
+        self._agent = Agent(
+            self._log, self._agent_model, self._setup, hooks=self._hooks, bus=self._bus, clock=self._clock
+        )
+        self._tg = tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.callback(tg.cancel_scope.cancel)  # ends the hooks' background tasks once shut down
         self._stack.push_async_callback(self._shutdown)
         await tg.start(self._agent.run)
@@ -224,6 +274,9 @@ class RuntimeHarness:
         await self._stack.aclose()
 
     async def _shutdown(self) -> None:
+        self._closing = True
+        for scope in list(self._background):
+            scope.cancel()
         with anyio.CancelScope(shield=True):
             await call_in_order(self._pm, "ishiki_stop", self._plugins, return_exceptions=True, runtime=self)
             for dispose in reversed(self._disposers):
@@ -241,6 +294,22 @@ class RuntimeHarness:
         disposers = await call_in_order(self._pm, "ishiki_attach", [instance], runtime=self)
         self._disposers.extend(d for d in disposers if callable(d))
 
+    def mount_engines(
+        self, *, context: ContextEngineInstance | None = None, toolcall: ToolcallEngineInstance | None = None
+    ) -> None:
+        """Use engine instances made with this harness as their context (call before entering).
+
+        Their hooks go before the ``hooks`` given at construction (context engine first), the agent calls
+        ``toolcall.wrap(model)``, and each turn's system prompt ends with both engines' ``instructions()``.
+        """
+        if self._agent is not None:
+            raise RuntimeError("mount engines before entering the harness")
+        engines = [engine for engine in (context, toolcall) if engine is not None]
+        self._engines.extend(engines)
+        self._hooks[:0] = [hooks for hooks in (engine.hooks() for engine in engines) if hooks is not None]
+        if toolcall is not None:
+            self._agent_model = toolcall.wrap(self._model)
+
     async def say(self, text: str) -> TurnOutcome:
         """Append a user message and run one turn; returns its outcome (wrap it in a deadline)."""
         await self.agent.send(Message.user(text))
@@ -252,8 +321,14 @@ class RuntimeHarness:
             tools.extend(batch or ())
         sections = [self._profile.persona]
         sections += [s for s in await call_in_order(self._pm, "ishiki_instructions", self._plugins, runtime=self) if s]
-        for hook in self._hooks:
+        for hook in _unique([*self._engines, *self._hooks]):
             instructions = getattr(hook, "instructions", None)
             if callable(instructions) and inspect.iscoroutinefunction(instructions) and (text := await instructions()):
                 sections.append(text)
         return TurnSetup(system="\n\n".join(sections), tools=tools)
+
+
+def _unique(objects: Sequence[object]) -> list[object]:
+    """``objects`` without repeats (an engine instance is often its own hooks object)."""
+    seen: set[int] = set()
+    return [o for o in objects if not (id(o) in seen or seen.add(id(o)))]

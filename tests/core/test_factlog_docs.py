@@ -19,7 +19,9 @@ def examples() -> list[Entry]:
 
 def test_every_example_is_a_valid_entry_in_the_documented_shape() -> None:
     entries = examples()
-    assert {e.type for e in entries} == {"message", "event", "usage", "session", "compact", "catalog", "custom"}
+    assert {e.type for e in entries} == {
+        "message", "event", "usage", "session", "compact", "catalog", "narrative", "custom",
+    }  # fmt: skip
     for entry in entries:
         assert entry.to_json() == Entry.from_json(entry.to_json()).to_json()
         if entry.type == "message":
