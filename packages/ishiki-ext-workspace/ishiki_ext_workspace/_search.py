@@ -70,6 +70,18 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
         raise ResourceError("invalid_selector", why) from None
 
 
+def _read_upto(fd: int, size: int, expected: int) -> bytes:
+    # Sized by the file's status: asking os.read for the whole limit would allocate it for every small file.
+    # One read is the rule for a regular file; loop only on a short read before the promised end.
+    data = os.read(fd, size)
+    while len(data) < min(expected, size):
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 def _clip(text: str, start: int, end: int) -> str:
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", start)
@@ -101,10 +113,10 @@ class _Search:
         elif info.st_size > self.max_bytes:
             self.outcome.skipped["too large"] += 1
         else:
-            data = os.read(fd, self.max_bytes + 1) if info.st_size else b""
+            data = _read_upto(fd, min(info.st_size, self.max_bytes) + 1, info.st_size)
             if len(data) <= self.max_bytes and b"\x00" not in data:
                 try:
-                    return data.decode("utf-8-sig")
+                    return data.decode("utf-8").removeprefix("\ufeff")
                 except UnicodeDecodeError:
                     pass
             self.outcome.skipped["binary" if len(data) <= self.max_bytes else "too large"] += 1

@@ -7,7 +7,6 @@ import os
 
 import anyio
 import pytest
-
 from ishiki_ext_workspace._locks import file_locks
 
 pytestmark = pytest.mark.anyio

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ishiki_ext_workspace import settings_from_config
+
 from ishiki_host.config.profile import load_profile
 from ishiki_host.errors import ProfileInvalid
 from ishiki_host.plugins.discovery import discover
@@ -35,7 +35,8 @@ def test_relative_paths_are_relative_to_the_config_directory(tmp_path: Path, mon
     settings = _settings(tmp_path, config)
     assert settings.root.path == str(tmp_path / "conf" / "ws")
     assert Path(settings.root.path).is_dir()
-    assert [m.path for m in settings.mounts[1:]] == [str(tmp_path / "conf" / "shared"), str(tmp_path / "user" / "books")]
+    expected = [str(tmp_path / "conf" / "shared"), str(tmp_path / "user" / "books")]
+    assert [m.path for m in settings.mounts[1:]] == expected
     assert [m.mode for m in settings.mounts[1:]] == ["ro", "ro"]
 
 

@@ -40,7 +40,7 @@ async def test_the_shell_runs_in_the_root_for_owners_only(open_workspace) -> Non
         assert tool.trust == "owner"
         (ws.root / "hello.txt").write_text("hi")
         result = await ws.ok("shell", command="pwd; cat hello.txt; echo oops >&2")
-        assert result.content == f"[exit code 0]\n{os.path.realpath(ws.root)}\nhioops\n"
+        assert result.content == f"[exit code 0]\n{ws.ws.settings.root.real}\nhioops\n"
         failed = await ws.ok("shell", command="exit 3")
         assert failed.content == "[exit code 3, no output]"
         assert failed.data == {"exitCode": 3, "timedOut": False, "omittedBytes": 0}
@@ -58,7 +58,7 @@ async def test_the_environment_is_minimal_and_carries_no_host_secret(
         assert "secret" not in result.content
         assert {"HOME", "LANG", "PATH", "PROJECT", "TERM"} <= set(names)
         assert not {"OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN"} & set(names)
-        assert f"HOME={os.path.realpath(ws.root)}" in result.content
+        assert f"HOME={ws.ws.settings.root.real}" in result.content
         assert "PROJECT=demo" in result.content
 
 
@@ -84,7 +84,7 @@ async def test_the_deadline_kills_the_whole_process_group(open_workspace, tmp_pa
     os.mkfifo(fifo)
     clock = FakeClock()
     config = {"shell": True, "timeoutMs": 5000, "shellEnv": {"FIFO": str(fifo)}}
-    command = "sh -c 'sleep 600 & echo \"$$ $!\" > \"$FIFO\"; wait'; echo never reached"
+    command = 'sh -c \'sleep 600 & echo "$$ $!" > "$FIFO"; wait\'; echo never reached'
     async with open_workspace(config, clock=clock) as ws:
         results = []
         sleepers = clock.sleepers
@@ -98,7 +98,8 @@ async def test_the_deadline_kills_the_whole_process_group(open_workspace, tmp_pa
                 line = await anyio.to_thread.run_sync(fifo.read_text, abandon_on_cancel=True)
                 child, grandchild = (int(pid) for pid in line.split())
                 await clock.wait_for_sleepers(sleepers + 1)
-            assert not _gone(child, within=0) and not _gone(grandchild, within=0)
+            assert not _gone(child, within=0)
+            assert not _gone(grandchild, within=0)
             await clock.advance(5)
         result = results[0]
         assert result.is_error
