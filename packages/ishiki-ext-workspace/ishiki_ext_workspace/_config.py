@@ -151,20 +151,20 @@ def _directory(raw: str, base: Path, where: str, *, create: bool) -> tuple[str, 
     return path, real
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+def _within(path: str, directory: str) -> bool:
+    return os.path.commonpath((path, directory)) == directory
 
 
 def _check_overlaps(mounts: Sequence[Mount], data_dir: str | None) -> None:
     for mount in mounts:
-        if data_dir is not None and _inside(data_dir, mount.real):
+        if data_dir is not None and _within(data_dir, mount.real):
             raise ProfileInvalid(
                 f"mount {mount.name!r} ({mount.real}) contains the host's data directory ({data_dir}): fact logs "
                 "and memory.db of every conversation would be open to the model; mount a directory beside it",
                 path=f"{_KEY}.root" if mount.name == ROOT_MOUNT else f"{_KEY}.mounts",
             )
         # A read-only mount inside a read-write one could be written through the latter: say so now.
-        owner = next((m for m in mounts if m.writable and m is not mount and _inside(mount.real, m.real)), None)
+        owner = next((m for m in mounts if m.writable and m is not mount and _within(mount.real, m.real)), None)
         if owner is not None and not mount.writable:
             raise ProfileInvalid(
                 f"read-only mount {mount.name!r} ({mount.real}) lies inside read-write mount {owner.name!r} "

@@ -33,6 +33,7 @@ from ishiki_host.errors import ResourceError
 
 __all__ = [
     "DIR_FLAGS",
+    "FILE_FLAGS",
     "MAX_LINK_HOPS",
     "Target",
     "check_readable",
@@ -43,7 +44,7 @@ __all__ = [
 
 MAX_LINK_HOPS = 40
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,17 +75,20 @@ class _Walk:
         self.shown = shown
 
     def close(self) -> None:
+        """Close every directory held."""
         for fd in reversed(self.fds):
             os.close(fd)
         self.fds.clear()
 
     def up(self) -> None:
+        """Step back to the parent directory (a ``..`` of a symlink's target); never above the mount root."""
         if not self.real:
             raise _escape(self.shown, "a symlink on the way leads outside the mount")
         os.close(self.fds.pop())
         self.real.pop()
 
     def enter(self, name: str, info: os.stat_result) -> None:
+        """Open the subdirectory ``name``, which must still be the inode ``info`` describes."""
         fd = os.open(name, DIR_FLAGS, dir_fd=self.fds[-1])
         opened = os.fstat(fd)
         if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
@@ -213,7 +217,7 @@ def open_checked(target: Target, shown: str) -> int:
     info = check_readable(target.info, shown)
     assert target.name is not None  # a mount root is a directory, refused above
     try:
-        fd = os.open(target.name, _FILE_FLAGS, dir_fd=target.dir_fd)
+        fd = os.open(target.name, FILE_FLAGS, dir_fd=target.dir_fd)
     except OSError as exc:
         raise _os_error(shown, exc) from None
     opened = os.fstat(fd)

@@ -57,7 +57,6 @@ class Workspace:
 
     def __init__(self, ctx: Any, settings: Settings):
         self.settings = settings
-        self._ctx = ctx
         self._tools = WorkspaceTools(settings, lambda: ctx.resources, ctx.clock).tools()
         self._instructions = render_instructions(settings)
 

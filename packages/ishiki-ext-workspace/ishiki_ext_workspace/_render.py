@@ -76,7 +76,7 @@ def render_search(
     data: dict[str, Any] = {"matches": matches, "filesSearched": outcome.files, "truncated": outcome.truncated}
     data["timedOut"] = outcome.timed_out is not None
     data["skipped"] = dict(outcome.skipped)
-    text = cap_text("\n".join(lines), limit - 1024)
+    text = cap_text("\n".join(lines), max(limit - 512, limit // 2))  # room for the notes
     return "\n".join([text, *(f"… {note}" for note in notes)]), data
 
 

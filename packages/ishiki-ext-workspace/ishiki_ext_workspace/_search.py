@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from ishiki_ext_workspace._confine import open_checked, open_dir
+from ishiki_ext_workspace._confine import FILE_FLAGS, open_checked, open_dir
 from ishiki_ext_workspace._fileops import resolve_location
 from ishiki_ext_workspace._tree import glob_matcher, walk_tree
 from ishiki_host.errors import ResourceError
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_LINE_CHARS", "Match", "SearchOutcome", "compile_pattern", "search"]
 
 MAX_LINE_CHARS = 300
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _DEPTH = 64
 
 
@@ -103,9 +102,11 @@ class _Search:
 
     @property
     def done(self) -> bool:
+        """Whether the search stops (the cap or the deadline was reached)."""
         return self.outcome.truncated or self.outcome.timed_out is not None
 
     def text_of(self, fd: int, info: os.stat_result) -> str | None:
+        """The text of an open file, or ``None`` (counted as skipped, with the reason)."""
         if not stat.S_ISREG(info.st_mode):
             self.outcome.skipped["special"] += 1
         elif info.st_nlink > 1:
@@ -123,6 +124,7 @@ class _Search:
         return None
 
     def scan(self, text: str, rel: tuple[str, ...]) -> None:
+        """Collect the matching lines of one file's text."""
         self.outcome.files += 1
         line, counted, last = 1, 0, 0
         remaining = self.deadline - time.monotonic()
@@ -141,11 +143,12 @@ class _Search:
             self.outcome.timed_out = rel
 
     def file(self, dir_fd: int, name: str, rel: tuple[str, ...]) -> None:
+        """Search the regular file ``name`` of the directory ``dir_fd``."""
         if time.monotonic() >= self.deadline:
             self.outcome.timed_out = rel
             return
         try:
-            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+            fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
         except OSError:
             self.outcome.skipped["unreadable"] += 1
             return

@@ -61,6 +61,7 @@ class _Capture:
         self.done = anyio.Event()
 
     def add(self, chunk: bytes) -> None:
+        """Take a chunk of output."""
         room = self.half - len(self.head)
         if room > 0:
             self.head += chunk[:room]
@@ -71,6 +72,7 @@ class _Capture:
             del self.tail[: len(self.tail) - self.half]
 
     async def read(self, stream: ByteReceiveStream) -> None:
+        """Take everything ``stream`` gives until it ends; ``done`` is set then."""
         try:
             async for chunk in stream:
                 self.add(chunk)
@@ -80,6 +82,7 @@ class _Capture:
             self.done.set()
 
     def output(self) -> bytes:
+        """The kept head and tail."""
         return bytes(self.head) + bytes(self.tail)
 
 

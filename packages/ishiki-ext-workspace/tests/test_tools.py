@@ -252,7 +252,7 @@ async def test_search_files_caps_results_and_clips_long_lines(open_workspace) ->
 
 
 async def test_a_catastrophic_pattern_is_stopped_at_the_deadline(open_workspace) -> None:
-    async with open_workspace({"timeoutMs": 200}) as ws:
+    async with open_workspace({"timeoutMs": 500}) as ws:
         (ws.root / "a.txt").write_text("first match\n")
         (ws.root / "b.txt").write_text("a" * 40 + "!\n")
         result = await ws.ok("search_files", pattern=r"^(first match|(a|aa)+$)")
@@ -315,3 +315,16 @@ async def test_read_write_mounts_are_written(open_workspace, tmp_path: Path) -> 
         result = await ws.ok("write_file", path="workspace://out/report.txt", content="done\n")
         assert result.content == "wrote workspace://out/report.txt: 5 bytes (new file)"
         assert (out / "report.txt").read_text() == "done\n"
+
+
+async def test_listing_and_search_output_is_capped(open_workspace) -> None:
+    async with open_workspace({"maxOutputBytes": 300, "maxResults": 1000}) as ws:
+        for i in range(50):
+            (ws.root / f"file-{i:03d}.txt").write_text("match\n")
+        listing = await ws.ok("list_files")
+        assert len(listing.content.encode()) < 400
+        assert listing.content.endswith("… output cut at 300 bytes (maxOutputBytes); narrow the request")
+        assert len(listing.data["entries"]) == 50
+        search = await ws.ok("search_files", pattern="match")
+        assert "output cut at 150 bytes" in search.content
+        assert len(search.data["matches"]) == 50
