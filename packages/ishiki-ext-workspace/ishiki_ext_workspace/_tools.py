@@ -27,7 +27,7 @@ from ishiki_host.tools.read import render_read_result
 if TYPE_CHECKING:
     from ishiki_ext_workspace._config import Settings
     from ishiki_host.core.clock import Clock
-    from ishiki_host.core.tools import ToolContext, TrustLevel
+    from ishiki_host.core.tools import ToolContext, ToolHandler, TrustLevel
     from ishiki_host.runtime.resources import ResourceCenter
 
 __all__ = ["PARAMETERS", "WorkspaceTools"]
@@ -113,7 +113,7 @@ def _failed(name: str, exc: ResourceError) -> ToolResult:
     return ToolResult(content=f"{name} failed: {exc}", is_error=True, data={"error": exc.code})
 
 
-def _tool_handler(name: str, fn: Callable[[Mapping[str, Any]], Awaitable[ToolResult]]) -> Any:
+def _tool_handler(name: str, fn: Callable[[Mapping[str, Any]], Awaitable[ToolResult]]) -> ToolHandler:
     async def handler(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         try:
             return await fn(args)
@@ -123,11 +123,12 @@ def _tool_handler(name: str, fn: Callable[[Mapping[str, Any]], Awaitable[ToolRes
     return handler
 
 
-async def _blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+async def _blocking(location: Location, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(location, *args, **kwargs)`` in a worker thread; an unexpected OS error names the path."""
     try:
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        return await anyio.to_thread.run_sync(functools.partial(fn, location, *args, **kwargs))
     except OSError as exc:
-        raise ResourceError("io_error", f"{exc.strerror or exc}") from None
+        raise ResourceError("io_error", f"{location.shown}: {exc.strerror or exc}") from None
 
 
 class WorkspaceTools:
@@ -175,7 +176,7 @@ class WorkspaceTools:
         glob = args.get("glob") or None
         depth = args.get("depth") or (MAX_DEPTH if glob else 1)
         limit = self.settings.max_results
-        listing = await _blocking(list_entries, location, depth=depth, glob=glob, limit=limit)
+        listing = await _blocking(location, list_entries, depth=depth, glob=glob, limit=limit)
         text, data = render_listing(location, listing, self.settings.max_output_bytes, limit)
         return ToolResult(content=text, data=data)
 
@@ -192,7 +193,7 @@ class WorkspaceTools:
         if len(content) > self.settings.max_file_bytes:
             limit = self.settings.max_file_bytes
             raise ResourceError("too_large", f"content is {len(content):,} bytes; files over {limit:,} are not written")
-        outcome = await _blocking(write_bytes, location, content)
+        outcome = await _blocking(location, write_bytes, content)
         what = "new file" if outcome.previous is None else f"replaced {plural(outcome.previous, 'byte')}"
         text = f"wrote {location.shown}: {plural(outcome.size, 'byte')} ({what})"
         data = {"path": location.shown, "size": outcome.size, "created": outcome.previous is None}
@@ -203,7 +204,7 @@ class WorkspaceTools:
         location = self._writable(args["path"])
         count = args.get("count")
         outcome = await _blocking(
-            edit_file, location, str(args["old"]), str(args["new"]), count, self.settings.max_file_bytes
+            location, edit_file, str(args["old"]), str(args["new"]), count, self.settings.max_file_bytes
         )
         where = ", ".join(str(n) for n in outcome.lines[:10]) + (" …" if len(outcome.lines) > 10 else "")
         lines = f"line{'s' if len(outcome.lines) > 1 else ''} {where}"
@@ -217,8 +218,8 @@ class WorkspaceTools:
         compiled = compile_pattern(pattern)
         settings = self.settings
         outcome = await _blocking(
-            search,
             location,
+            search,
             compiled,
             glob=args.get("glob") or None,
             limit=settings.max_results,
@@ -231,7 +232,7 @@ class WorkspaceTools:
     async def delete_file(self, args: Mapping[str, Any]) -> ToolResult:
         """delete_file(path)."""
         location = self._writable(args["path"])
-        kind = await _blocking(delete_path, location)
+        kind = await _blocking(location, delete_path)
         return ToolResult(content=f"deleted {kind} {location.shown}", data={"path": location.shown, "kind": kind})
 
     async def shell(self, args: Mapping[str, Any]) -> ToolResult:

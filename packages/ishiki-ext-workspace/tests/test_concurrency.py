@@ -75,7 +75,7 @@ async def test_a_failed_write_leaves_the_old_file_and_no_temporary(
         monkeypatch.setattr(os, "fsync", failing_fsync)
         result = await ws.refused("write_file", path="keep.txt", content="new")
         monkeypatch.undo()
-        assert "Input/output error" in result.content
+        assert "keep.txt: Input/output error" in result.content
         assert result.data["error"] == "io_error"
         assert (ws.root / "keep.txt").read_text() == "old"
         assert sorted(p.name for p in ws.root.iterdir()) == ["keep.txt"]
