@@ -42,7 +42,7 @@ def test_each_state(gate: Callable[..., ConfigDir]) -> None:
     config = gate(
         {
             "a-ready": CONSOLE,
-            "b-waiting": "model: default\nextends:\n  workspace: {}\nchannels:\n  telegram:1: ['*']\n",
+            "b-waiting": "model: default\nextends:\n  notinstalled: {}\nchannels:\n  telegram:1: ['*']\n",
             "c-invalid": "model: default\nmood: happy\n",
             "d-skipped": "model: default\nchannels:\n  console:local: [private:local]\n",
             "e-disabled": "enable: false\nmodel: 3\n",
@@ -59,9 +59,9 @@ def test_each_state(gate: Callable[..., ConfigDir]) -> None:
     assert [p.id for p in config.ready()] == ["a-ready"]
     waiting = config.profile("b-waiting")
     assert waiting is not None
-    assert waiting.missing == ("ishiki.ext.workspace", "ishiki.channel.telegram")
+    assert waiting.missing == ("ishiki.ext.notinstalled", "ishiki.channel.telegram")
     assert [(type(e), e.path, e.line) for e in waiting.errors] == [
-        (PluginNotFound, "extends.workspace", 3),
+        (PluginNotFound, "extends.notinstalled", 3),
         (PluginNotFound, "channels.telegram:1", 5),
     ]
     skipped = config.profile("d-skipped")
@@ -108,7 +108,7 @@ def test_overlap_is_symmetric_and_only_the_later_is_skipped(gate: Callable[..., 
 
 
 def test_waiting_profile_keeps_its_claims(gate: Callable[..., ConfigDir]) -> None:
-    config = gate({"a": "model: default\nextends: {workspace: {}}\nchannels:\n  console:local: ['*']\n", "b": CONSOLE})
+    config = gate({"a": "model: default\nextends: {absent: {}}\nchannels:\n  console:local: ['*']\n", "b": CONSOLE})
     assert states(config) == {"a": "waiting", "b": "skipped"}
 
 

@@ -53,7 +53,7 @@ def test_check_reports_waiting_and_invalid_with_exit_1(
     root = write_config(
         {
             "models.yaml": echo_models,
-            **profile_files("a", "model: default\nextends: {workspace: {}}\n"),
+            **profile_files("a", "model: default\nextends: {notinstalled: {}}\n"),
             **profile_files("b", "model: default\nmdoe: cross\n"),
         }
     )
@@ -61,7 +61,7 @@ def test_check_reports_waiting_and_invalid_with_exit_1(
     assert code == 1
     assert report["ok"] is False
     a, b = report["profiles"]
-    assert (a["state"], a["missing"]) == ("waiting", ["ishiki.ext.workspace"])
+    assert (a["state"], a["missing"]) == ("waiting", ["ishiki.ext.notinstalled"])
     assert b["state"] == "invalid"
     assert b["errors"] == [
         {
