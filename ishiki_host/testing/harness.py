@@ -330,5 +330,4 @@ class RuntimeHarness:
 
 def _unique(objects: Sequence[object]) -> list[object]:
     """``objects`` without repeats (an engine instance is often its own hooks object)."""
-    seen: set[int] = set()
-    return [o for o in objects if not (id(o) in seen or seen.add(id(o)))]
+    return list({id(o): o for o in objects}.values())
