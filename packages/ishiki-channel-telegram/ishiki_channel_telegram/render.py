@@ -20,7 +20,7 @@ __all__ = ["render_html"]
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\n`]*)\n(.*?)(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _INLINE_CODE = re.compile(r"(`+)(?=[^`])(.+?)(?<=[^`])\1(?!`)", re.DOTALL)
-_LINK = re.compile(r"\[([^\[\]\n]+)\]\((https?://[^\s()<>]+)\)")
+_LINK = re.compile(r"\[([^\[\]\n]+)\]\((https?://[^\s()<>\x00]+)\)")
 _SLOT = re.compile("\x00(\\d+)\x00")
 _EMPHASIS = (
     (re.compile(r"\*\*(?=\S)([^<>]+?)(?<=\S)\*\*"), "b"),

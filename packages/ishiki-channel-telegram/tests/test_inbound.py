@@ -23,12 +23,15 @@ async def test_direct_message_is_shaped(telegram_server, telegram_host, telegram
         (event,) = await telegram_host.wait_for_events(1)
     assert event.kind == "message.created"
     assert event.sid == f"telegram:{telegram_server.bot['id']}" == connection.sid
-    assert event.channel_id == "private:42" and event.is_direct
-    assert event.user is not None and (event.user.id, event.user.name) == ("42", "Alice Liddell")
+    assert event.channel_id == "private:42"
+    assert event.is_direct
+    assert event.user is not None
+    assert (event.user.id, event.user.name) == ("42", "Alice Liddell")
     assert event.content == "hello there"
     assert event.message_id == "1"
     assert event.timestamp == fake_clock.now()
-    assert not event.mentions_self and event.quote is None
+    assert not event.mentions_self
+    assert event.quote is None
     assert event.extra == {"updateId": 500_000, "chatType": "private", "username": "alice"}
 
 
@@ -38,10 +41,12 @@ async def test_group_message_without_mention_is_recorded_unaddressed(
     async with running(telegram_connection()):
         telegram_server.push_message(GROUP, "just chatting about @someone_else", sender=BOB)
         (event,) = await telegram_host.wait_for_events(1)
-    assert event.channel_id == "group:-1001234567890" and not event.is_direct
+    assert event.channel_id == "group:-1001234567890"
+    assert not event.is_direct
     assert not event.mentions_self
     assert event.extra["mentionRequired"] is True
-    assert event.extra["chatTitle"] == "Tea party" and event.extra["chatType"] == "supergroup"
+    assert event.extra["chatTitle"] == "Tea party"
+    assert event.extra["chatType"] == "supergroup"
 
 
 def _mention_ways(bot_id: int, username: str) -> dict[str, tuple[str, list[dict], bool]]:
@@ -112,9 +117,13 @@ async def test_reply_to_a_person_is_a_quote_not_a_mention(telegram_server, teleg
         telegram_server.push_message(GROUP, "agreed", sender=ALICE, reply_to=first)
         events = await telegram_host.wait_for_events(2)
     quote = events[1].quote
-    assert quote is not None and quote.message_id == str(first["message_id"])
-    assert quote.text == "the original words" and quote.user is not None and quote.user.id == "43"
-    assert not quote.from_self and not events[1].mentions_self
+    assert quote is not None
+    assert quote.message_id == str(first["message_id"])
+    assert quote.text == "the original words"
+    assert quote.user is not None
+    assert quote.user.id == "43"
+    assert not quote.from_self
+    assert not events[1].mentions_self
 
 
 async def test_chat_policy_overrides_the_account(telegram_server, telegram_host, telegram_connection):
@@ -156,7 +165,8 @@ async def test_channel_posts_speak_for_the_channel(telegram_server, telegram_hos
         telegram_server.push_message(news, "breaking")
         (event,) = await telegram_host.wait_for_events(1)
     assert event.channel_id == "group:-1009"
-    assert event.user is not None and (event.user.id, event.user.name) == ("-1009", "News")
+    assert event.user is not None
+    assert (event.user.id, event.user.name) == ("-1009", "News")
 
 
 async def test_own_messages_are_dropped_by_message_id(telegram_server, telegram_host, telegram_connection):
@@ -186,7 +196,8 @@ async def test_unknown_malformed_and_service_updates_are_skipped_and_confirmed(
         await telegram_server.until(lambda: not telegram_server.pending)
     assert event.content == "still here"
     debug = [r for r in caplog.records if r.levelno == logging.DEBUG and f"ignored update {unknown}" in r.getMessage()]
-    assert debug and "poll" in debug[0].getMessage()
+    assert debug
+    assert "poll" in debug[0].getMessage()
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any(f"malformed update {malformed}" in message and "message.chat" in message for message in warnings)
 
@@ -203,4 +214,6 @@ async def test_captions_and_their_entities_address_the_bot(telegram_server, tele
             photo=[photo.as_photo_size(90, 60)],
         )
         (event,) = await telegram_host.wait_for_events(1)
-    assert event.content == caption and event.mentions_self and len(event.attachments) == 1
+    assert event.content == caption
+    assert event.mentions_self
+    assert len(event.attachments) == 1

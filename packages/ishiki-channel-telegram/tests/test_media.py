@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from ishiki_host.errors import ResourceError
 
 from ishiki_channel_telegram.testing import private_chat, running, user
-from ishiki_host.errors import ResourceError
 
 pytestmark = pytest.mark.anyio
 
@@ -21,13 +21,16 @@ async def test_photo_is_captured_lazily_and_fetched_once(telegram_server, telegr
             private_chat(ALICE), caption="my cat", photo=[small.as_photo_size(90, 60), large.as_photo_size(1280, 960)]
         )
         (event,) = await telegram_host.wait_for_events(1)
-        assert telegram_server.count("getFile") == 0 and not telegram_server.downloads
+        assert telegram_server.count("getFile") == 0
+        assert not telegram_server.downloads
         (attachment,) = event.attachments
-        assert attachment.url.startswith("asset://") and attachment.media_type == "image/jpeg"
+        assert attachment.url.startswith("asset://")
+        assert attachment.media_type == "image/jpeg"
         first = await telegram_host.read_asset(attachment.url)
         second = await telegram_host.read_asset(attachment.url)
     assert first.data == second.data == JPEG
-    assert telegram_server.count("getFile") == 1 and telegram_server.downloads == [large.path]
+    assert telegram_server.count("getFile") == 1
+    assert telegram_server.downloads == [large.path]
     assert event.content == "my cat"
 
 
@@ -39,9 +42,11 @@ async def test_locator_holds_the_file_id_and_never_the_token(telegram_server, te
         )
         (event,) = await telegram_host.wait_for_events(1)
     stored = "".join(path.read_text() for path in telegram_host.resources.assets.root.glob("*.json"))
-    assert document.file_id in stored and telegram_server.token not in stored
+    assert document.file_id in stored
+    assert telegram_server.token not in stored
     assert telegram_server.token.split(":")[1] not in stored
-    assert event.attachments[0].name == "report.pdf" and event.attachments[0].media_type == "application/pdf"
+    assert event.attachments[0].name == "report.pdf"
+    assert event.attachments[0].media_type == "application/pdf"
 
 
 async def test_largest_photo_within_the_limit_is_chosen(telegram_server, telegram_host, telegram_connection):

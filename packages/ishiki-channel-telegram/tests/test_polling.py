@@ -53,7 +53,8 @@ async def test_a_failed_dispatch_is_retried_not_lost(telegram_server, telegram_h
     _push(telegram_server, "one", "two")
     async with running(telegram_connection()):
         await fake_clock.wait_for_sleepers(1)
-        assert telegram_host.events == [] and telegram_server.confirmed == 0
+        assert telegram_host.events == []
+        assert telegram_server.confirmed == 0
         assert not (telegram_host.state_dir / "telegram-offset.json").exists()
         await fake_clock.advance(fake_clock.next_deadline() - fake_clock.now())
         events = await telegram_host.wait_for_events(2)
@@ -75,7 +76,8 @@ async def test_restart_after_a_crash_before_durable_resumes_without_duplicates(
         telegram_host.on_dispatch = crash_on_two
         await telegram_host.until(lambda: telegram_host.dispatch_calls == 2)
     assert [e.content for e in telegram_host.events] == ["one"]
-    assert telegram_server.confirmed == 0 and len(telegram_server.pending) == 3
+    assert telegram_server.confirmed == 0
+    assert len(telegram_server.pending) == 3
     assert _offset_file(telegram_host)["offset"] == 500_001
 
     telegram_host.on_dispatch = None
@@ -102,7 +104,8 @@ async def test_crash_between_durable_and_confirmed_redelivers_the_same_update(
         await telegram_server.until(lambda: telegram_server.polling_offset == 500_002)
     # Telegram sent "two" again; it carries the same identity, so the host recognised it.
     (repeat,) = host.duplicates
-    assert repeat == host.events[1] and repeat.extra["updateId"] == 500_001
+    assert repeat == host.events[1]
+    assert repeat.extra["updateId"] == 500_001
     assert [e.content for e in host.events] == ["one", "two"]
 
 
@@ -137,7 +140,8 @@ async def test_wrong_token_is_one_clear_error_at_start(telegram_server, telegram
     message = str(caught.value)
     assert message.startswith("telegram account 'support bot': the Bot API at http://127.0.0.1:")
     assert "refused the token (Unauthorized)" in message
-    assert "AAwrongSecretValue123" not in message and "AAwrongSecretValue123" not in caplog.text
+    assert "AAwrongSecretValue123" not in message
+    assert "AAwrongSecretValue123" not in caplog.text
     assert telegram_server.count("getMe") == 1
 
 
@@ -149,13 +153,15 @@ async def test_malformed_token_fails_without_a_request(telegram_server, telegram
 
 
 async def test_a_token_revoked_while_running_stops_the_connection(telegram_server, telegram_host, telegram_connection):
-    connection = telegram_connection()
-    with pytest.raises(TelegramAuthError, match="now refuses the token"):
-        async with running(connection):
+    async def serve_until_revoked():
+        async with running(telegram_connection()):
             _push(telegram_server, "one")
             await telegram_host.wait_for_events(1)
             telegram_server.token = f"{telegram_server.bot['id']}:rotated"
             await anyio.sleep_forever()
+
+    with pytest.raises(TelegramAuthError, match="now refuses the token"):
+        await serve_until_revoked()
 
 
 async def test_conflict_is_reported_once_and_polling_resumes(
@@ -168,7 +174,8 @@ async def test_conflict_is_reported_once_and_polling_resumes(
         await sleeping()  # the fourth 409 came back
         errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
         assert len(errors) == 1
-        assert "a webhook is set for this bot" in errors[0] and "another process polls" in errors[0]
+        assert "a webhook is set for this bot" in errors[0]
+        assert "another process polls" in errors[0]
         assert "use deleteWebhook" in errors[0]
         telegram_server.webhook_url = None
         _push(telegram_server, "after the webhook")
@@ -210,7 +217,8 @@ async def test_network_loss_for_minutes_backs_off_then_resumes(
         (event,) = await telegram_host.wait_for_events(1)
     assert event.content == "written during the outage"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert sum("cannot be reached" in w for w in warnings) == 1 and sum("polling resumed" in w for w in warnings) == 1
+    assert sum("cannot be reached" in w for w in warnings) == 1
+    assert sum("polling resumed" in w for w in warnings) == 1
 
 
 async def test_jitter_is_replayable_from_the_seed(telegram_server, telegram_connection, wake_sleeper):

@@ -6,11 +6,15 @@ are queued, else a wait of up to ``timeout`` that ends as soon as one is pushed;
 one with 409, as Telegram does), ``sendMessage`` with the real limits and error wording (4,096 UTF-16 units
 after HTML parsing, ``can't parse entities``, ``message is too long``, ``message to be replied not found``,
 ``chat not found``), ``sendChatAction``, ``getFile`` and the file URL (20 MB limit), ``sendPhoto`` and
-``sendDocument`` (multipart), ``deleteWebhook``. A wrong token gets 401 (404 when it is not even shaped like
-one); ``webhook_url`` set makes ``getUpdates`` answer 409; ``fail(method, Fault...)`` queues errors, 429s with
-``retry_after`` and dropped connections; ``offline = True`` drops every request, the long poll in progress too. It records every call (``calls``),
-every message sent (``sent``) and every typing action (``actions``); ``errors`` lists its own crashes.
-Waits inside tests go through ``until(predicate)``, which wakes on every change, never on a timer.
+``sendDocument`` (multipart), ``deleteWebhook``.
+
+Faults: a wrong token gets 401 (404 when it is not even shaped like one); ``webhook_url`` set makes
+``getUpdates`` answer 409; ``fail(method, Fault...)`` queues errors, 429s with ``retry_after`` and dropped
+connections; ``offline = True`` drops every request, the long poll in progress too.
+
+Records: every call (``calls``), every message sent (``sent``), every typing action (``actions``), every
+download (``downloads``); ``errors`` lists the fake's own crashes. Waits inside tests go through
+``until(predicate)``, which wakes on every change, never on a timer.
 """
 
 from __future__ import annotations

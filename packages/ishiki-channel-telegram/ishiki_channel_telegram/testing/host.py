@@ -1,12 +1,15 @@
 """``RecordingHost``: a ``ChannelHost`` for channel tests, standing in for the Ishiki host.
 
-It records every event dispatched to it, captures attachments into a real resource center (lazily, through
-the fetchers the channel registered), and can be made to fail: ``fail_next`` makes the next dispatches raise
-before anything is recorded (the event is not durable); ``on_dispatch`` runs when a dispatch begins and
-``on_recorded`` once the event is recorded, each followed by a checkpoint, so cancelling a scope there
-"kills" the channel before the event is durable, or between "durable" and "dispatch returned". With ``dedupe`` it ignores an
-event it already holds, keyed as the real host should key repeats: kind, sid, channel, message id and
-``extra.editedAt``.
+It records every event dispatched to it and captures attachments into a real resource center (lazily,
+through the fetchers the channel registered). It can be made to fail:
+
+- ``fail_next(*errors)``: the next dispatches raise, before anything is recorded (the event is not durable);
+- ``on_dispatch`` runs when a dispatch begins, ``on_recorded`` once the event is recorded; each is followed
+  by a checkpoint, so cancelling a scope there "kills" the channel before the event is durable, or between
+  "durable" and "dispatch returned".
+
+With ``dedupe`` it ignores an event it already holds, keyed as the real host should key repeats (``event_key``:
+kind, sid, channel, message id and ``extra.editedAt``).
 """
 
 from __future__ import annotations
