@@ -5,8 +5,8 @@ The order of one update is fixed, and it is what makes "nothing lost" hold:
 1. ``getUpdates(offset)`` returns it (Telegram keeps sending it until an ``offset`` past it is asked for);
 2. its events are shaped and each is awaited through ``host.dispatch`` (durable in the owning fact log, or
    known to have no owner); a dispatch that fails is retried with back-off, never skipped;
-3. only then is the offset moved past it and saved (``OffsetStore``), and the next ``getUpdates`` confirms
-   it to Telegram.
+3. only then is the offset moved past it and handed to the ``OffsetSaver`` (written behind, at once), and the
+   next ``getUpdates`` confirms it to Telegram.
 
 A malformed update is logged and confirmed (it could never be handled); an unknown kind is confirmed and
 logged at debug level. A crash between 2 and 3 makes Telegram send the update again: its events carry the
@@ -39,7 +39,7 @@ from ishiki_channel_telegram.media import make_fetcher
 from ishiki_channel_telegram.outbound import Sender
 from ishiki_channel_telegram.shaping import Shaped, Shaper, update_kind
 from ishiki_channel_telegram.startup import connect
-from ishiki_channel_telegram.state import OffsetStore
+from ishiki_channel_telegram.state import OffsetSaver, OffsetStore
 
 if TYPE_CHECKING:
     import httpx
@@ -124,7 +124,7 @@ class TelegramConnection:
                     "telegram account %s runs as @%s (%s)", self._account.label, self._bot.username, self.sid
                 )
                 task_status.started()
-                await self._poll(api, store, Shaper(self._bot, self._account, fetcher=self.sid))
+                await self._poll_saving(api, store, Shaper(self._bot, self._account, fetcher=self.sid))
             finally:
                 self._sender = None
                 deregister()
@@ -164,7 +164,19 @@ class TelegramConnection:
         if len(self._own) > _OWN_MESSAGES_KEPT:
             self._own.popitem(last=False)
 
-    async def _poll(self, api: BotAPI, store: OffsetStore, shaper: Shaper) -> None:
+    async def _poll_saving(self, api: BotAPI, store: OffsetStore, shaper: Shaper) -> None:
+        """Poll with the offset saver beside it; an error comes out as itself, not as an exception group."""
+        saver = OffsetSaver(store, logger=self._log)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(saver.run)
+                await self._poll(api, saver, shaper)
+        except BaseExceptionGroup as group:
+            while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+                group = group.exceptions[0]
+            raise group from None
+
+    async def _poll(self, api: BotAPI, saver: OffsetSaver, shaper: Shaper) -> None:
         backoff = Backoff(self._rng, maximum=self._account.backoff_max)
         trouble: str | None = None
         while True:
@@ -190,7 +202,7 @@ class TelegramConnection:
                 self._log.warning("telegram account %s: polling resumed", self._account.label)
                 trouble = None
             backoff.reset()
-            if not await self._handle(updates, store, shaper):
+            if not await self._handle(updates, saver, shaper):
                 await self._host.clock.sleep(backoff.next_delay())
 
     def _report(self, exc: TelegramError, trouble: str | None) -> str:
@@ -215,7 +227,7 @@ class TelegramConnection:
             self._log.error("telegram account %s: getUpdates failed (%s); retrying", label, exc)
         return kind
 
-    async def _handle(self, updates: list[dict[str, Any]], store: OffsetStore, shaper: Shaper) -> bool:
+    async def _handle(self, updates: list[dict[str, Any]], saver: OffsetSaver, shaper: Shaper) -> bool:
         """Dispatch then confirm each update in order; False when the batch held nothing to confirm."""
         progressed = not updates
         for update in updates:
@@ -227,7 +239,7 @@ class TelegramConnection:
                 for shaped in self._shape(shaper, update, update_id):
                     await self._dispatch(shaped, update_id)
                 self.offset = update_id + 1
-                await store.save(self.offset)
+                saver.request(self.offset)
             progressed = True
         return progressed
 

@@ -51,12 +51,12 @@ def mentions_bot(text: str, entities: Iterable[Any], bot: BotIdentity) -> bool:
     """Whether an entity of ``text`` names the bot: ``@username`` (any case), a ``text_mention`` of its id, or a
     ``/command@username``."""
     for entity in entities:
-        if not isinstance(entity, Mapping):  # updates come from the network: trust no shape
+        if not isinstance(entity, dict):  # updates come from the network: trust no shape
             continue
         kind = entity.get("type")
         if kind == "text_mention":
             user = entity.get("user")
-            if isinstance(user, Mapping) and user.get("id") == bot.id:
+            if isinstance(user, dict) and user.get("id") == bot.id:
                 return True
         elif kind in ("mention", "bot_command") and _names_bot(kind, entity_text(text, entity), bot):
             return True

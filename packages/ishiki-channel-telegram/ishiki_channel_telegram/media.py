@@ -49,21 +49,21 @@ def find_media(message: Mapping[str, Any], limit: int, fetcher: str) -> MediaFou
     """The attachments of ``message`` (files up to ``limit`` bytes), fetched later by ``fetcher``."""
     found = MediaFound()
     photo = message.get("photo")
-    if isinstance(photo, Sequence) and photo:
+    if isinstance(photo, list) and photo:
         _photo(found, photo, limit, fetcher)
     for kind, (media_type, name) in _SINGLE_FILE_KINDS.items():
         item = message.get(kind)
-        if isinstance(item, Mapping):
+        if isinstance(item, dict):
             _add(found, kind, item, item.get("mime_type") or media_type, item.get("file_name") or name, limit, fetcher)
     sticker = message.get("sticker")
-    if isinstance(sticker, Mapping):
+    if isinstance(sticker, dict):
         media_type, ext = _sticker_format(sticker)
         _add(found, "sticker", sticker, media_type, f"sticker{ext}", limit, fetcher)
     return found
 
 
 def _photo(found: MediaFound, sizes: Sequence[Any], limit: int, fetcher: str) -> None:
-    valid = [size for size in sizes if isinstance(size, Mapping) and isinstance(size.get("file_id"), str)]
+    valid = [size for size in sizes if isinstance(size, dict) and isinstance(size.get("file_id"), str)]
     fitting = [size for size in valid if not isinstance(size.get("file_size"), int) or size["file_size"] <= limit]
     if fitting:
         best = max(fitting, key=lambda size: (_area(size), size.get("file_size") or 0))
@@ -115,10 +115,10 @@ def make_fetcher(api: BotAPI, limit: int) -> AssetFetcher:
             raise ResourceError("not_found", "the Telegram locator has no file_id")
         try:
             info = await api.call("getFile", {"file_id": file_id})
-            size = info.get("file_size") if isinstance(info, Mapping) else None
+            size = info.get("file_size") if isinstance(info, dict) else None
             if isinstance(size, int) and size > limit:
                 raise ResourceError("too_large", f"the file is {_mb(size)}; the limit is {_mb(limit)}")
-            path = info.get("file_path") if isinstance(info, Mapping) else None
+            path = info.get("file_path") if isinstance(info, dict) else None
             if not isinstance(path, str) or not path:
                 raise ResourceError("unavailable", "Telegram gave no file_path for this file")
             return await api.download(path, limit)

@@ -11,6 +11,8 @@
 - Chats: ``private`` → ``private:<chat id>``; ``group``, ``supergroup`` and ``channel`` → ``group:<chat id>``.
 - The bot is addressed (``mentions_self``) by an ``@username`` mention (any case), a ``text_mention`` of its
   id, a ``/command@username``, or a reply to one of its messages (then ``quote.from_self`` too).
+- Updates are decoded JSON and trusted in nothing: objects are checked to be ``dict``, arrays ``list``; a
+  message that breaks that is malformed (``EventInvalid``), never a crash.
 - ``extra``: ``updateId`` always; ``chatType``, ``chatTitle``, ``username`` (the sender's @name), ``threadId``,
   ``editedAt``, ``refusedFiles``, ``sticker`` when they apply; ``mentionRequired`` on every group event (the
   account's or the chat's policy: whether only an addressed message may start a turn).
@@ -18,7 +20,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,12 +79,12 @@ class Shaper:
             return self._deleted(update[kind], update_id, now)
         if kind is None:
             return []
-        message = _require(update[kind], Mapping, kind)
+        message = _require(update[kind], dict, kind)
         shaped = self._message(message, update_id, edited=kind.startswith("edited_"))
         return [shaped] if shaped is not None else []
 
     def _message(self, message: Mapping[str, Any], update_id: int, *, edited: bool) -> Shaped | None:
-        chat = _require(message.get("chat"), Mapping, "message.chat")
+        chat = _require(message.get("chat"), dict, "message.chat")
         chat_id = _require(chat.get("id"), int, "message.chat.id")
         chat_type = _require(chat.get("type"), str, "message.chat.type")
         message_id = _require(message.get("message_id"), int, "message.message_id")
@@ -94,7 +96,7 @@ class Shaper:
         if not text and not media.attachments and not media.notes:
             return None  # a service message (a member joined, a pin...): nothing said
         quote = self._quote(message)
-        addressed = mentions_bot(text, entities if isinstance(entities, Sequence) else (), self.bot)
+        addressed = mentions_bot(text, entities if isinstance(entities, list) else (), self.bot)
         channel = channel_id("private", chat_id) if chat_type == "private" else channel_id("group", chat_id)
         extra = self._extra(message, chat, update_id, channel, edited=edited)
         if media.refused:
@@ -121,14 +123,14 @@ class Shaper:
         if isinstance(chat.get("title"), str):
             extra["chatTitle"] = chat["title"]
         sender = message.get("from")
-        if isinstance(sender, Mapping) and isinstance(sender.get("username"), str):
+        if isinstance(sender, dict) and isinstance(sender.get("username"), str):
             extra["username"] = sender["username"]
         if isinstance(message.get("message_thread_id"), int):
             extra["threadId"] = message["message_thread_id"]
         if edited:
             extra["editedAt"] = message["edit_date"]
         sticker = message.get("sticker")
-        if isinstance(sticker, Mapping):
+        if isinstance(sticker, dict):
             extra["sticker"] = {key: sticker[key] for key in ("emoji", "set_name") if isinstance(sticker.get(key), str)}
         if not channel.startswith("private:"):
             extra["mentionRequired"] = self.account.requires_mention(channel)
@@ -136,12 +138,12 @@ class Shaper:
 
     def _quote(self, message: Mapping[str, Any]) -> Quote | None:
         reply = message.get("reply_to_message")
-        if not isinstance(reply, Mapping) or not isinstance(reply.get("message_id"), int):
+        if not isinstance(reply, dict) or not isinstance(reply.get("message_id"), int):
             return None
         if "forum_topic_created" in reply:
             return None  # in a forum every message "replies" to its topic's first message
         part = message.get("quote")
-        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
             text = part["text"]
         else:
             text = reply.get("text") if isinstance(reply.get("text"), str) else reply.get("caption")
@@ -149,14 +151,14 @@ class Shaper:
         if len(text) > _QUOTE_CHARS:
             text = text[:_QUOTE_CHARS] + "…"
         sender = reply.get("from")
-        from_self = isinstance(sender, Mapping) and sender.get("id") == self.bot.id
+        from_self = isinstance(sender, dict) and sender.get("id") == self.bot.id
         chat = reply.get("chat")
-        user = _sender(reply, chat if isinstance(chat, Mapping) else {}, required=False)
+        user = _sender(reply, chat if isinstance(chat, dict) else {}, required=False)
         return Quote(message_id=str(reply["message_id"]), text=text, user=user, from_self=from_self)
 
     def _deleted(self, payload: Any, update_id: int, now: float) -> list[Shaped]:
-        payload = _require(payload, Mapping, "deleted_business_messages")
-        chat = _require(payload.get("chat"), Mapping, "deleted_business_messages.chat")
+        payload = _require(payload, dict, "deleted_business_messages")
+        chat = _require(payload.get("chat"), dict, "deleted_business_messages.chat")
         chat_id = _require(chat.get("id"), int, "deleted_business_messages.chat.id")
         ids = _require(payload.get("message_ids"), list, "deleted_business_messages.message_ids")
         channel = channel_id("private", chat_id)
@@ -179,7 +181,7 @@ class Shaper:
 
 def _sender(message: Mapping[str, Any], chat: Mapping[str, Any], *, required: bool = True) -> User | None:
     for source in (message.get("sender_chat"), message.get("from")):
-        if isinstance(source, Mapping) and isinstance(source.get("id"), int):
+        if isinstance(source, dict) and isinstance(source.get("id"), int):
             return User(id=str(source["id"]), name=_display_name(source))
     if isinstance(chat.get("id"), int) and chat.get("type") == "channel":
         return User(id=str(chat["id"]), name=_display_name(chat))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
 from collections.abc import Callable
@@ -19,7 +20,7 @@ class Inbound:
     """
 
     def __init__(self, *, first_update_id: int, now: Callable[[], float], on_push: Callable[[], None]):
-        self.updates: list[dict[str, Any]] = []
+        self.updates: collections.deque[dict[str, Any]] = collections.deque()  # in update_id order
         self.chats: dict[int, dict[str, Any]] = {}
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.files: dict[str, FakeFile] = {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import json
 import re
 import time
@@ -270,7 +271,8 @@ class FakeBotAPI(Inbound):
         params = request.params
         offset = params.get("offset")
         if isinstance(offset, int) and offset > 0:
-            self.updates[:] = [u for u in self.updates if u["update_id"] >= offset]
+            while self.updates and self.updates[0]["update_id"] < offset:
+                self.updates.popleft()
             self.confirmed = max(self.confirmed, offset)
         if isinstance(params.get("allowed_updates"), list):
             self._allowed = frozenset(params["allowed_updates"]) or _DEFAULT_KINDS
@@ -300,8 +302,8 @@ class FakeBotAPI(Inbound):
         return self._ready(limit)
 
     def _ready(self, limit: int) -> list[dict[str, Any]]:
-        kinds = (next((key for key in u if key != "update_id"), "") for u in self.updates)
-        return [u for u, kind in zip(self.updates, kinds, strict=True) if kind in self._allowed][:limit]
+        allowed = (u for u in self.updates if next((k for k in u if k != "update_id"), "") in self._allowed)
+        return list(itertools.islice(allowed, limit))
 
     def _chat(self, params: dict[str, Any]) -> dict[str, Any]:
         chat_id = params.get("chat_id")
