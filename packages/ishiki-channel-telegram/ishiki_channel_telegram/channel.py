@@ -31,5 +31,8 @@ class TelegramChannel:
     requires: ClassVar[tuple[str, ...]] = ()
 
     def create(self, ctx: ChannelHost, account: Mapping[str, Any]) -> TelegramConnection:
-        """The connection of one account (``HostConfigInvalid`` when the entry is invalid)."""
-        return TelegramConnection(ctx, TelegramAccount.from_config(account))
+        """The connection of one account (``HostConfigInvalid`` when the entry is invalid).
+
+        Back-off jitter is drawn from ``ctx.rng`` when the host offers one (seeded runs replay exactly).
+        """
+        return TelegramConnection(ctx, TelegramAccount.from_config(account), rng=getattr(ctx, "rng", None))

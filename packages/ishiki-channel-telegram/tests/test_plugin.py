@@ -51,6 +51,14 @@ def test_create_makes_a_connection_with_defaults(tmp_path, telegram_host):
     assert "edited_message" in account.allowed_updates
 
 
+def test_create_draws_jitter_from_the_hosts_rng_when_offered(telegram_host):
+    import random
+
+    telegram_host.rng = random.Random(7)
+    connection = TelegramChannel().create(telegram_host, {"token": TOKEN})
+    assert connection._rng is telegram_host.rng
+
+
 def test_policy_per_chat():
     account = TelegramAccount.from_config(
         {"token": TOKEN, "mention_required": False, "chats": {"group:-1001": {"mention_required": True}}}

@@ -130,6 +130,19 @@ async def test_saved_offset_of_another_bot_or_a_corrupt_file_is_not_used(
     assert [e.content for e in telegram_host.events] == ["one", "two"]
 
 
+async def test_an_unwritable_state_dir_is_logged_and_loses_nothing(
+    tmp_path, telegram_server, telegram_connection, caplog
+):
+    (tmp_path / "a-file").write_text("not a directory")
+    host = RecordingHost(tmp_path / "a-file" / "state")
+    _push(telegram_server, "one", "two")
+    async with running(telegram_connection(host=host)):
+        await host.wait_for_events(2)
+        await telegram_server.until(lambda: telegram_server.confirmed == 500_002)
+    assert [e.content for e in host.events] == ["one", "two"]
+    assert "could not save the telegram offset" in caplog.text
+
+
 async def test_wrong_token_is_one_clear_error_at_start(telegram_server, telegram_host, telegram_connection, caplog):
     caplog.set_level(logging.DEBUG)
     wrong = f"{telegram_server.bot['id']}:AAwrongSecretValue123"
