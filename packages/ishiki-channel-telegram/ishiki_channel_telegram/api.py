@@ -59,7 +59,11 @@ def _install_log_filter() -> None:
 
 
 class BotAPI:
-    """The Bot API of one bot (``token``) at ``api_base``; owns its httpx client until ``aclose``."""
+    """The Bot API of one bot (``token``) at ``api_base``.
+
+    Without ``client`` it makes its own httpx client and ``aclose`` closes it; a client passed in stays the
+    caller's to close.
+    """
 
     def __init__(
         self, token: str, api_base: str = "https://api.telegram.org", *, client: httpx.AsyncClient | None = None
@@ -68,11 +72,13 @@ class BotAPI:
         self._token = token
         self._base = f"{api_base.rstrip('/')}/bot{token}/"
         self._files = f"{api_base.rstrip('/')}/file/bot{token}/"
+        self._owned = client is None
         self._client = client or httpx.AsyncClient(timeout=_DEFAULT_TIMEOUT, trust_env=False)
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._client.aclose()
+        """Close the connection pool, if this client made it."""
+        if self._owned:
+            await self._client.aclose()
 
     def redact(self, text: str) -> str:
         """``text`` without the token, wherever it appears."""

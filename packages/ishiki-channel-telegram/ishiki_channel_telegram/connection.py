@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from ishiki_host.channels.base import SendResult
 from ishiki_host.errors import ChannelError, EventInvalid, ResourceError
 
 from ishiki_channel_telegram.api import BotAPI
@@ -44,7 +45,7 @@ from ishiki_channel_telegram.state import OffsetSaver, OffsetStore
 if TYPE_CHECKING:
     import httpx
     from anyio.abc import TaskStatus
-    from ishiki_host.channels.base import ChannelHost, OutboundFile, SendResult
+    from ishiki_host.channels.base import ChannelHost, OutboundFile
 
     from ishiki_channel_telegram.config import TelegramAccount
 
@@ -56,8 +57,9 @@ _OWN_MESSAGES_KEPT = 4096
 class TelegramConnection:
     """The ``ChannelConnection`` of one Telegram bot (see the module docstring).
 
-    ``rng`` draws the back-off jitter (seed it in tests); ``client`` replaces the httpx client (the
-    connection closes whichever it uses when ``run`` ends).
+    ``rng`` draws the back-off jitter (seed it in tests); ``client`` replaces the httpx client each run
+    makes for itself (the caller closes it). ``run`` may be called again after it ended (the host restarts a
+    crashed channel): it resumes from the saved offset.
     """
 
     platform = "telegram"
@@ -133,8 +135,13 @@ class TelegramConnection:
                 await api.aclose()
 
     async def send(self, channel_id: str, text: str, *, reply_to: str | None = None) -> SendResult:
-        """Send one chat message, split at 4,096 UTF-16 units; the first part replies to ``reply_to``."""
-        return await self._running().send(channel_id, text, reply_to=reply_to)
+        """Send one chat message, split at 4,096 UTF-16 units; the first part replies to ``reply_to``.
+
+        Failures come back as ``SendResult.error`` (also when the connection is not running), never raised.
+        """
+        if self._sender is None:
+            return SendResult(error=self._not_connected())
+        return await self._sender.send(channel_id, text, reply_to=reply_to)
 
     async def send_typing(self, channel_id: str) -> None:
         """Show "typing..." in the chat for about five seconds."""
@@ -142,13 +149,13 @@ class TelegramConnection:
             await self._sender.send_typing(channel_id)
 
     async def send_files(self, channel_id: str, files: Sequence[OutboundFile]) -> SendResult:
-        """Send photos and documents."""
-        return await self._running().send_files(channel_id, files)
-
-    def _running(self) -> Sender:
+        """Send photos and documents; failures come back as ``SendResult.error``."""
         if self._sender is None:
-            raise ChannelError(f"telegram account {self._account.label} is not connected")
-        return self._sender
+            return SendResult(error=self._not_connected())
+        return await self._sender.send_files(channel_id, files)
+
+    def _not_connected(self) -> str:
+        return f"telegram account {self._account.label} is not connected (starting, reconnecting or stopped)"
 
     def _register_fetcher(self, api: BotAPI) -> Any:
         try:

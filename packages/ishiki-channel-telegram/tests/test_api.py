@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import httpx
 import pytest
 
@@ -20,8 +22,10 @@ pytestmark = pytest.mark.anyio
 TOKEN = "123456:AAsecretSecretSecret"
 
 
-def _api(handler) -> BotAPI:
-    return BotAPI(TOKEN, "https://api.example", client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+@contextlib.asynccontextmanager
+async def _api(handler):
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        yield BotAPI(TOKEN, "https://api.example", client=client)
 
 
 def _envelope(status: int, description: str, **parameters) -> httpx.Response:
@@ -46,34 +50,30 @@ def _envelope(status: int, description: str, **parameters) -> httpx.Response:
     ],
 )
 async def test_status_mapping(response, error, status):
-    api = _api(lambda request: response)
-    with pytest.raises(error) as caught:
-        await api.call("sendMessage", {"chat_id": 1, "text": "x"})
+    async with _api(lambda request: response) as api:
+        with pytest.raises(error) as caught:
+            await api.call("sendMessage", {"chat_id": 1, "text": "x"})
     assert type(caught.value) is error
     assert caught.value.status == status
     assert caught.value.method == "sendMessage"
-    await api.aclose()
 
 
 async def test_rate_limit_reads_retry_after():
-    api = _api(lambda request: _envelope(429, "Too Many Requests: retry after 12", retry_after=12))
-    with pytest.raises(TelegramRateLimited) as caught:
-        await api.call("getUpdates")
+    async with _api(lambda request: _envelope(429, "Too Many Requests: retry after 12", retry_after=12)) as api:
+        with pytest.raises(TelegramRateLimited) as caught:
+            await api.call("getUpdates")
     assert caught.value.retry_after == 12.0
-    silent = _api(lambda request: _envelope(429, "Too Many Requests"))
-    with pytest.raises(TelegramRateLimited) as caught:
-        await silent.call("getUpdates")
+    async with _api(lambda request: _envelope(429, "Too Many Requests")) as silent:
+        with pytest.raises(TelegramRateLimited) as caught:
+            await silent.call("getUpdates")
     assert caught.value.retry_after == 1.0
-    await api.aclose()
-    await silent.aclose()
 
 
 async def test_entities_refusal_is_recognised():
-    api = _api(lambda request: _envelope(400, "Bad Request: can't parse entities: Unsupported start tag"))
-    with pytest.raises(TelegramBadRequest) as caught:
-        await api.call("sendMessage")
+    async with _api(lambda request: _envelope(400, "Bad Request: can't parse entities: Unsupported tag")) as api:
+        with pytest.raises(TelegramBadRequest) as caught:
+            await api.call("sendMessage")
     assert caught.value.cannot_parse_entities
-    await api.aclose()
 
 
 @pytest.mark.parametrize(
@@ -84,22 +84,20 @@ async def test_network_errors_say_whether_the_request_may_have_arrived(exception
     def fail(request):
         raise exception(f"trouble reaching {request.url}", request=request)
 
-    api = _api(fail)
-    with pytest.raises(TelegramUnavailable) as caught:
-        await api.call("sendMessage")
+    async with _api(fail) as api:
+        with pytest.raises(TelegramUnavailable) as caught:
+            await api.call("sendMessage")
     assert caught.value.sent is sent
     assert "AAsecret" not in str(caught.value)
     assert "/bot<redacted>/sendMessage" in str(caught.value)
-    await api.aclose()
 
 
 async def test_descriptions_are_scrubbed_of_the_token():
-    api = _api(lambda request: _envelope(400, f"Bad Request: echo {request.url}"))
-    with pytest.raises(TelegramBadRequest) as caught:
-        await api.call("sendMessage")
+    async with _api(lambda request: _envelope(400, f"Bad Request: echo {request.url}")) as api:
+        with pytest.raises(TelegramBadRequest) as caught:
+            await api.call("sendMessage")
     assert "AAsecret" not in str(caught.value)
     assert "AAsecret" not in caught.value.description
-    await api.aclose()
 
 
 async def test_download_limits_and_missing_files():
@@ -108,12 +106,18 @@ async def test_download_limits_and_missing_files():
             return httpx.Response(200, content=b"x" * 2048)
         return _envelope(404, "Not Found")
 
-    api = _api(serve)
-    assert await api.download("big", 4096) == b"x" * 2048
-    with pytest.raises(TelegramBadRequest, match="over 1000 bytes") as caught:
-        await api.download("big", 1000)
+    async with _api(serve) as api:
+        assert await api.download("big", 4096) == b"x" * 2048
+        with pytest.raises(TelegramBadRequest, match="over 1000 bytes") as caught:
+            await api.download("big", 1000)
+        with pytest.raises(TelegramBadRequest) as missing:
+            await api.download("gone", 1000)
     assert caught.value.description == "file is too big"
-    with pytest.raises(TelegramBadRequest) as missing:
-        await api.download("gone", 1000)
     assert missing.value.status == 404
-    await api.aclose()
+
+
+async def test_a_given_client_is_left_open():
+    async with httpx.AsyncClient() as client:
+        given = BotAPI(TOKEN, client=client)
+        await given.aclose()
+        assert not client.is_closed

@@ -6,7 +6,6 @@ import anyio
 import pytest
 from ishiki_host.channels.base import OutboundFile
 from ishiki_host.channels.split import utf16_len
-from ishiki_host.errors import ChannelError
 from ishiki_host.runtime.resources import Blob
 
 from ishiki_channel_telegram.testing import Fault, group_chat, private_chat, running, user
@@ -209,9 +208,16 @@ async def test_group_messages_go_to_the_group(telegram_server, telegram_host, te
     assert telegram_server.sent[0].chat_id == -100555
 
 
-async def test_sending_before_running_is_a_channel_error(telegram_connection):
-    with pytest.raises(ChannelError, match="is not connected"):
-        await telegram_connection().send(CHAT, "too early")
+async def test_sending_while_not_running_is_an_error_result(telegram_connection):
+    connection = telegram_connection()
+    text = await connection.send(CHAT, "too early")
+    files = await connection.send_files(CHAT, [OutboundFile(Blob(b"x", "text/plain", "x.txt"))])
+    await connection.send_typing(CHAT)  # nothing to show, nothing raised
+    assert (
+        text.error
+        == files.error
+        == "telegram account bot 7000000001 is not connected (starting, reconnecting or stopped)"
+    )
 
 
 async def _collect(results, coroutine):

@@ -67,7 +67,8 @@ async def test_restart_after_a_crash_before_durable_resumes_without_duplicates(
     telegram_server, telegram_host, telegram_connection
 ):
     _push(telegram_server, "one", "two", "three")  # fetched in one batch: Telegram still holds all three
-    async with running(telegram_connection()) as crashed:
+    connection = telegram_connection()
+    async with running(connection) as crashed:
 
         def crash_on_two(event):
             if event.content == "two":
@@ -81,7 +82,7 @@ async def test_restart_after_a_crash_before_durable_resumes_without_duplicates(
     assert _offset_file(telegram_host)["offset"] == 500_001
 
     telegram_host.on_dispatch = None
-    async with running(telegram_connection()):
+    async with running(connection):  # the host restarts the same connection
         await telegram_host.wait_for_events(3)
         await telegram_server.until(lambda: telegram_server.polling_offset == 500_003)
     assert [e.content for e in telegram_host.events] == ["one", "two", "three"]
