@@ -93,3 +93,13 @@ def test_account_repr_hides_the_token():
     assert "secret" not in repr(TelegramAccount.from_config({"token": TOKEN}))
     assert TelegramAccount.from_config({"token": TOKEN, "name": "shop"}).label == "'shop'"
     assert TelegramAccount.from_config({"token": TOKEN}).label == "bot 123456"
+
+
+@pytest.mark.parametrize("module", ["ishiki_channel_telegram", "ishiki_channel_telegram.testing"])
+def test_public_names_are_exact(module):
+    import importlib
+
+    mod = importlib.import_module(module)  # (ruff's RUF022 keeps __all__ sorted)
+    public = {name for name in vars(mod) if not name.startswith("_")} - {"annotations"}
+    submodules = {name for name in public if type(getattr(mod, name)).__name__ == "module"}
+    assert set(mod.__all__) == public - submodules
