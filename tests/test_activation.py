@@ -42,7 +42,7 @@ def test_each_state(gate: Callable[..., ConfigDir]) -> None:
     config = gate(
         {
             "a-ready": CONSOLE,
-            "b-waiting": "model: default\nextends:\n  notinstalled: {}\nchannels:\n  telegram:1: ['*']\n",
+            "b-waiting": "model: default\nextends:\n  notinstalled: {}\nchannels:\n  matrix:1: ['*']\n",
             "c-invalid": "model: default\nmood: happy\n",
             "d-skipped": "model: default\nchannels:\n  console:local: [private:local]\n",
             "e-disabled": "enable: false\nmodel: 3\n",
@@ -59,10 +59,10 @@ def test_each_state(gate: Callable[..., ConfigDir]) -> None:
     assert [p.id for p in config.ready()] == ["a-ready"]
     waiting = config.profile("b-waiting")
     assert waiting is not None
-    assert waiting.missing == ("ishiki.ext.notinstalled", "ishiki.channel.telegram")
+    assert waiting.missing == ("ishiki.ext.notinstalled", "ishiki.channel.matrix")
     assert [(type(e), e.path, e.line) for e in waiting.errors] == [
         (PluginNotFound, "extends.notinstalled", 3),
-        (PluginNotFound, "channels.telegram:1", 5),
+        (PluginNotFound, "channels.matrix:1", 5),
     ]
     skipped = config.profile("d-skipped")
     assert skipped is not None

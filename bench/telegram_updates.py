@@ -1,0 +1,123 @@
+"""Benchmark of the Telegram channel's inbound path, as a ratio against a baseline measured in the same run.
+
+- connection: 10,000 updates across 100 chats, queued in the loopback fake Bot API, received by a
+  ``TelegramConnection`` (long polling, shaping, dispatch, offset saved after each update) whose host's
+  ``dispatch`` returns at once; updates per second from the first poll until the last event is dispatched.
+- baseline: the same 10,000 updates drained from the same fake server by a plain httpx ``getUpdates`` loop
+  (limit 100, offset confirmation), so the ratio is the channel's own cost per update.
+
+Run: ``.venv/bin/python bench/telegram_updates.py [--quick]`` (median of 7 interleaved runs; ``--quick``: one
+small run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import httpx
+from ishiki_channel_telegram import TelegramAccount, TelegramConnection
+from ishiki_channel_telegram.testing import FakeBotAPI, group_chat, private_chat, running, user
+
+from ishiki_host.channels.base import InboundAttachment
+from ishiki_host.core.clock import SystemClock
+from ishiki_host.runtime.events import IshikiEvent
+from ishiki_host.runtime.resources import AssetFetchers
+
+
+@dataclass(frozen=True, slots=True)
+class _Delivery:
+    routed: bool = True
+    runtime_key: str | None = "bench"
+    entry_id: int | None = None
+
+    async def settled(self) -> None:
+        return None
+
+
+class _InstantHost:
+    """A channel host whose dispatch returns at once (an instant model and fact log)."""
+
+    def __init__(self, state_dir: Path, expected: int):
+        self.clock = SystemClock()
+        self.state_dir = state_dir
+        self.fetchers = AssetFetchers()
+        self.logger = logging.getLogger("bench.telegram")
+        self.count = 0
+        self.expected = expected
+        self.done = anyio.Event()
+
+    async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> _Delivery:
+        self.count += 1
+        if self.count == self.expected:
+            self.done.set()
+        return _Delivery(entry_id=self.count)
+
+
+def _queue(server: FakeBotAPI, updates: int, chats: int) -> None:
+    people = [user(1000 + n, f"Person {n}", username=f"person{n}") for n in range(chats)]
+    rooms = [private_chat(p) if n % 2 else group_chat(-100_000 - n, f"Room {n}") for n, p in enumerate(people)]
+    for n in range(updates):
+        room = rooms[n % chats]
+        server.push_message(room, f"message {n} with an emoji 😀 and some words", sender=people[n % chats])
+
+
+async def _through_connection(updates: int, chats: int) -> float:
+    async with FakeBotAPI() as server:
+        _queue(server, updates, chats)
+        with tempfile.TemporaryDirectory() as state:
+            host = _InstantHost(Path(state), updates)
+            account = TelegramAccount.from_config({"token": server.token, "api_base": server.url, "poll_timeout": 0})
+            connection = TelegramConnection(host, account, rng=random.Random(0))
+            async with running(connection):
+                start = time.perf_counter()
+                await server.until(lambda: server.count("getUpdates") > 0, deadline=60)
+                with anyio.fail_after(600):
+                    await host.done.wait()
+                elapsed = time.perf_counter() - start
+    return elapsed
+
+
+async def _raw_loop(updates: int, chats: int) -> float:
+    async with FakeBotAPI() as server, httpx.AsyncClient() as client:
+        _queue(server, updates, chats)
+        url = f"{server.url}/bot{server.token}/getUpdates"
+        received, offset = 0, None
+        start = time.perf_counter()
+        while received < updates:
+            body = (await client.post(url, json={"offset": offset, "limit": 100, "timeout": 0})).json()
+            batch = body["result"]
+            received += len(batch)
+            offset = batch[-1]["update_id"] + 1
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one run of 2,000 updates")
+    quick = parser.parse_args().quick
+    runs, updates, chats = (1, 2_000, 100) if quick else (7, 10_000, 100)
+    connection, raw, ratios = [], [], []
+    for _ in range(runs):  # interleaved, so both sides see the same machine load
+        connection.append(anyio.run(_through_connection, updates, chats))
+        raw.append(anyio.run(_raw_loop, updates, chats))
+        ratios.append(connection[-1] / raw[-1])
+    spread = f" (runs {min(ratios):.2f}-{max(ratios):.2f})" if runs > 1 else ""
+    print(
+        f"telegram updates ({updates:,} across {chats} chats, median of {runs}): "
+        f"connection {updates / statistics.median(connection):,.0f}/s, "
+        f"raw getUpdates {updates / statistics.median(raw):,.0f}/s, "
+        f"ratio {statistics.median(ratios):.2f}x the raw loop's time{spread}"
+    )
+
+
+if __name__ == "__main__":
+    main()

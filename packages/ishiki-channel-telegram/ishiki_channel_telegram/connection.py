@@ -1,0 +1,285 @@
+"""One bot account's live connection: ``getMe``, then long polling, dispatch, and confirmation.
+
+The order of one update is fixed, and it is what makes "nothing lost" hold:
+
+1. ``getUpdates(offset)`` returns it (Telegram keeps sending it until an ``offset`` past it is asked for);
+2. its events are shaped and each is awaited through ``host.dispatch`` (durable in the owning fact log, or
+   known to have no owner); a dispatch that fails is retried with back-off, never skipped;
+3. only then is the offset moved past it and handed to the ``OffsetSaver`` (written behind, at once), and the
+   next ``getUpdates`` confirms it to Telegram.
+
+A malformed update is logged and confirmed (it could never be handled); an unknown kind is confirmed and
+logged at debug level. A crash between 2 and 3 makes Telegram send the update again: its events carry the
+same ``extra.updateId`` (and message id), so the host can recognise the repeat. Back-off with jitter (from the
+injected random source) covers network errors and 5xx, a 429 waits ``retry_after``, a 409 is reported once
+per episode and retried; all waits go through the host's clock.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from ishiki_host.channels.base import SendResult
+from ishiki_host.errors import ChannelError, EventInvalid, ResourceError
+
+from ishiki_channel_telegram.api import BotAPI
+from ishiki_channel_telegram.backoff import Backoff, RandomSource
+from ishiki_channel_telegram.entities import BotIdentity
+from ishiki_channel_telegram.errors import (
+    TelegramAuthError,
+    TelegramConflict,
+    TelegramError,
+    TelegramRateLimited,
+    TelegramUnavailable,
+)
+from ishiki_channel_telegram.media import make_fetcher
+from ishiki_channel_telegram.outbound import Sender
+from ishiki_channel_telegram.shaping import Shaped, Shaper, update_kind
+from ishiki_channel_telegram.startup import connect
+from ishiki_channel_telegram.state import OffsetSaver, OffsetStore
+
+if TYPE_CHECKING:
+    import httpx
+    from anyio.abc import TaskStatus
+    from ishiki_host.channels.base import ChannelHost, OutboundFile
+
+    from ishiki_channel_telegram.config import TelegramAccount
+
+__all__ = ["TelegramConnection"]
+
+_OWN_MESSAGES_KEPT = 4096
+
+
+class TelegramConnection:
+    """The ``ChannelConnection`` of one Telegram bot (see the module docstring).
+
+    ``rng`` draws the back-off jitter (seed it in tests); ``client`` replaces the httpx client each run
+    makes for itself (the caller closes it). ``run`` may be called again after it ended (the host restarts a
+    crashed channel): it resumes from the saved offset.
+    """
+
+    platform = "telegram"
+
+    def __init__(
+        self,
+        host: ChannelHost,
+        account: TelegramAccount,
+        *,
+        rng: RandomSource | None = None,
+        client: httpx.AsyncClient | None = None,
+    ):
+        self._host = host
+        self._account = account
+        self._rng: RandomSource = rng or random.Random()
+        self._client = client
+        self._log = host.logger
+        self._bot: BotIdentity | None = None
+        self._sender: Sender | None = None
+        self._own: OrderedDict[tuple[int, int], None] = OrderedDict()
+        self.offset: int | None = None
+
+    @property
+    def account(self) -> TelegramAccount:
+        """The account this connection serves."""
+        return self._account
+
+    @property
+    def self_id(self) -> str:
+        """The bot's id: from ``getMe`` once running, before that from the token (``<bot id>:<secret>``)."""
+        if self._bot is not None:
+            return str(self._bot.id)
+        bot_id = self._account.token.partition(":")[0]
+        if not bot_id.isdigit():
+            raise ChannelError(f"telegram account {self._account.label}: the bot id is not known until it runs")
+        return bot_id
+
+    @property
+    def sid(self) -> str:
+        """``telegram:<bot id>``, the key the host routes by."""
+        return f"telegram:{self.self_id}"
+
+    @property
+    def bot(self) -> BotIdentity | None:
+        """Who the bot is (``getMe``), once running."""
+        return self._bot
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Connect (``getMe``), report readiness, then poll until cancelled; ``TelegramAuthError`` for a
+        refused token, ``TelegramUnavailable`` when the Bot API stayed unreachable for ``startup_timeout``."""
+        api = BotAPI(self._account.token, self._account.api_base, client=self._client)
+        try:
+            backoff = Backoff(self._rng, maximum=self._account.backoff_max)
+            self._bot = await connect(api, self._account, self._host.clock, backoff, self._log)
+            store = OffsetStore(self._host.state_dir, self._bot.id, logger=self._log)
+            self.offset = await store.load()
+            deregister = self._register_fetcher(api)
+            try:
+                mode = self._account.parse_mode
+                self._sender = Sender(
+                    api, clock=self._host.clock, logger=self._log, parse_mode=mode, on_sent=self._sent
+                )
+                self._log.info(
+                    "telegram account %s runs as @%s (%s)", self._account.label, self._bot.username, self.sid
+                )
+                task_status.started()
+                await self._poll_saving(api, store, Shaper(self._bot, self._account, fetcher=self.sid))
+            finally:
+                self._sender = None
+                deregister()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await api.aclose()
+
+    async def send(self, channel_id: str, text: str, *, reply_to: str | None = None) -> SendResult:
+        """Send one chat message, split at 4,096 UTF-16 units; the first part replies to ``reply_to``.
+
+        Failures come back as ``SendResult.error`` (also when the connection is not running), never raised.
+        """
+        if self._sender is None:
+            return SendResult(error=self._not_connected())
+        return await self._sender.send(channel_id, text, reply_to=reply_to)
+
+    async def send_typing(self, channel_id: str) -> None:
+        """Show "typing..." in the chat for about five seconds."""
+        if self._sender is not None:
+            await self._sender.send_typing(channel_id)
+
+    async def send_files(self, channel_id: str, files: Sequence[OutboundFile]) -> SendResult:
+        """Send photos and documents; failures come back as ``SendResult.error``."""
+        if self._sender is None:
+            return SendResult(error=self._not_connected())
+        return await self._sender.send_files(channel_id, files)
+
+    def _not_connected(self) -> str:
+        return f"telegram account {self._account.label} is not connected (starting, reconnecting or stopped)"
+
+    def _register_fetcher(self, api: BotAPI) -> Any:
+        try:
+            return self._host.fetchers.register(self.sid, make_fetcher(api, self._account.max_download_bytes))
+        except ResourceError:
+            raise ChannelError(
+                f"telegram account {self._account.label}: bot {self.self_id} already runs in this host "
+                "(is the same token configured twice?)"
+            ) from None
+
+    def _sent(self, chat: int, message_id: int) -> None:
+        self._own[(chat, message_id)] = None
+        if len(self._own) > _OWN_MESSAGES_KEPT:
+            self._own.popitem(last=False)
+
+    async def _poll_saving(self, api: BotAPI, store: OffsetStore, shaper: Shaper) -> None:
+        """Poll with the offset saver beside it; an error comes out as itself, not as an exception group."""
+        saver = OffsetSaver(store, logger=self._log)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(saver.run)
+                await self._poll(api, saver, shaper)
+        except BaseExceptionGroup as group:
+            while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+                group = group.exceptions[0]
+            raise group from None
+
+    async def _poll(self, api: BotAPI, saver: OffsetSaver, shaper: Shaper) -> None:
+        backoff = Backoff(self._rng, maximum=self._account.backoff_max)
+        trouble: str | None = None
+        while True:
+            try:
+                updates = await api.get_updates(
+                    offset=self.offset,
+                    poll_timeout=self._account.poll_timeout,
+                    limit=self._account.poll_limit,
+                    allowed_updates=self._account.allowed_updates,
+                )
+            except TelegramAuthError as exc:
+                raise TelegramAuthError(
+                    f"telegram account {self._account.label}: the Bot API now refuses the token ({exc.description})",
+                    method=exc.method,
+                    status=exc.status,
+                ) from None
+            except TelegramError as exc:
+                trouble = self._report(exc, trouble)
+                wait = exc.retry_after if isinstance(exc, TelegramRateLimited) else backoff.next_delay()
+                await self._host.clock.sleep(wait)
+                continue
+            if trouble is not None:
+                self._log.warning("telegram account %s: polling resumed", self._account.label)
+                trouble = None
+            backoff.reset()
+            if not await self._handle(updates, saver, shaper):
+                await self._host.clock.sleep(backoff.next_delay())
+
+    def _report(self, exc: TelegramError, trouble: str | None) -> str:
+        """Log a polling failure once per episode (a kind of failure repeating is one episode)."""
+        kind = type(exc).__name__
+        if kind == trouble:
+            self._log.debug("telegram account %s: %s", self._account.label, exc)
+            return kind
+        label = self._account.label
+        if isinstance(exc, TelegramConflict):
+            self._log.error(
+                "telegram account %s: getUpdates conflict (409): a webhook is set for this bot (remove it with "
+                "deleteWebhook) or another process polls with the same token; retrying. Telegram said: %s",
+                label,
+                exc.description,
+            )
+        elif isinstance(exc, TelegramRateLimited):
+            self._log.warning("telegram account %s: rate limited; polling again in %g s", label, exc.retry_after)
+        elif isinstance(exc, TelegramUnavailable):
+            self._log.warning("telegram account %s: the Bot API cannot be reached (%s); retrying", label, exc)
+        else:
+            self._log.error("telegram account %s: getUpdates failed (%s); retrying", label, exc)
+        return kind
+
+    async def _handle(self, updates: list[dict[str, Any]], saver: OffsetSaver, shaper: Shaper) -> bool:
+        """Dispatch then confirm each update in order; False when the batch held nothing to confirm."""
+        progressed = not updates
+        for update in updates:
+            update_id = update.get("update_id") if isinstance(update, dict) else None
+            if not isinstance(update_id, int) or isinstance(update_id, bool):
+                self._log.warning("telegram account %s: skipped an update without an update_id", self._account.label)
+                continue
+            if self.offset is None or update_id >= self.offset:
+                for shaped in self._shape(shaper, update, update_id):
+                    await self._dispatch(shaped, update_id)
+                self.offset = update_id + 1
+                saver.request(self.offset)
+            progressed = True
+        return progressed
+
+    def _shape(self, shaper: Shaper, update: dict[str, Any], update_id: int) -> list[Shaped]:
+        if update_kind(update) is None:
+            kinds = sorted(key for key in update if key != "update_id")
+            self._log.debug("telegram: ignored update %d of kind %s", update_id, ", ".join(kinds) or "(none)")
+            return []
+        try:
+            shaped = shaper.shape(update, self._host.clock.now())
+        except EventInvalid as exc:
+            label = self._account.label
+            self._log.warning("telegram account %s: skipped malformed update %d: %s", label, update_id, exc)
+            return []
+        return [item for item in shaped if (item.chat_id, int(item.event.message_id)) not in self._own]
+
+    async def _dispatch(self, shaped: Shaped, update_id: int) -> None:
+        backoff = Backoff(self._rng, maximum=self._account.backoff_max)
+        while True:
+            try:
+                await self._host.dispatch(shaped.event, shaped.attachments)
+                return
+            except EventInvalid as exc:
+                self._log.error("telegram: the host refused the event of update %d (%s); skipped", update_id, exc)
+                return
+            except Exception as exc:
+                delay = backoff.next_delay()
+                self._log.error(
+                    "telegram account %s: dispatching update %d failed (%s: %s); retrying in %.1f s",
+                    self._account.label,
+                    update_id,
+                    type(exc).__name__,
+                    exc,
+                    delay,
+                )
+                await self._host.clock.sleep(delay)

@@ -1,0 +1,133 @@
+"""The fake Bot API itself, checked against the Bot API's documented behaviour (tests rely on it)."""
+
+from __future__ import annotations
+
+import anyio
+import httpx
+import pytest
+
+from ishiki_channel_telegram.testing import Fault, group_chat, private_chat, user
+
+pytestmark = pytest.mark.anyio
+
+ALICE = user(42, "Alice")
+
+
+async def _call(server, method, token=None, **params):
+    async with httpx.AsyncClient() as client:
+        response = await client.post(f"{server.url}/bot{token or server.token}/{method}", json=params)
+    return response.status_code, response.json()
+
+
+async def test_long_poll_answers_as_soon_as_an_update_is_pushed(telegram_server):
+    results = []
+
+    async def poll():
+        results.append(await _call(telegram_server, "getUpdates", timeout=600))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(poll)
+        await telegram_server.until(lambda: telegram_server.polling)
+        telegram_server.push_message(private_chat(ALICE), "wake up")
+    ((status, body),) = results
+    assert status == 200
+    assert body["result"][0]["message"]["text"] == "wake up"
+
+
+async def test_offset_confirms_and_limit_caps(telegram_server):
+    ids = [telegram_server.push_message(private_chat(ALICE), str(n)) and n for n in range(5)]
+    _, first = await _call(telegram_server, "getUpdates", limit=2)
+    assert [u["message"]["text"] for u in first["result"]] == ["0", "1"]
+    _, rest = await _call(telegram_server, "getUpdates", offset=first["result"][-1]["update_id"] + 1)
+    assert [u["message"]["text"] for u in rest["result"]] == ["2", "3", "4"]
+    assert len(telegram_server.pending) == 3
+    assert len(ids) == 5
+
+
+async def test_a_newer_poll_ends_the_older_with_409(telegram_server):
+    results = []
+
+    async def poll():
+        results.append(await _call(telegram_server, "getUpdates", timeout=600))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(poll)
+        await telegram_server.until(lambda: telegram_server.polling)
+        newer = await _call(telegram_server, "getUpdates", timeout=0)
+    assert newer == (200, {"ok": True, "result": []})
+    assert results[0][0] == 409
+    assert "terminated by other getUpdates request" in results[0][1]["description"]
+
+
+async def test_tokens_webhooks_and_unknown_methods(telegram_server):
+    assert (await _call(telegram_server, "getMe", token="7000000001:wrong"))[0] == 401
+    assert (await _call(telegram_server, "getMe", token="garbage"))[0] == 404
+    assert (await _call(telegram_server, "noSuchMethod"))[1]["description"] == "Not Found: method not found"
+    telegram_server.webhook_url = "https://example.com"
+    status, body = await _call(telegram_server, "getUpdates")
+    assert status == 409
+    assert "webhook is active" in body["description"]
+    assert (await _call(telegram_server, "deleteWebhook"))[0] == 200
+    assert (await _call(telegram_server, "getUpdates"))[0] == 200
+
+
+async def test_send_message_limits(telegram_server):
+    telegram_server.push_message(private_chat(ALICE), "hi")
+    ok = await _call(telegram_server, "sendMessage", chat_id=42, text="😀" * 2048)
+    too_long = await _call(telegram_server, "sendMessage", chat_id=42, text="😀" * 2048 + "x")
+    markup = await _call(
+        telegram_server, "sendMessage", chat_id=42, text="<b>" + "x" * 4096 + "</b>", parse_mode="HTML"
+    )
+    assert ok[0] == 200
+    assert too_long == (400, {"ok": False, "error_code": 400, "description": "Bad Request: message is too long"})
+    assert markup[0] == 200  # the limit counts the text after parsing
+    for bad, words in [
+        ("<b>open", 'Can\'t find end tag corresponding to start tag "b"'),
+        ("<b><i>x</b></i>", 'Unmatched end tag at byte offset 7, expected "</i>", found "</b>"'),
+        ("<blink>x</blink>", 'Unsupported start tag "blink" at byte offset 0'),
+        ("a < b", "Unexpected end of name token at byte offset 2"),
+    ]:
+        status, body = await _call(telegram_server, "sendMessage", chat_id=42, text=bad, parse_mode="HTML")
+        assert status == 400
+        assert body["description"] == f"Bad Request: can't parse entities: {words}"
+    assert (await _call(telegram_server, "sendMessage", chat_id=7, text="x"))[1]["description"].endswith(
+        "chat not found"
+    )
+    status, body = await _call(
+        telegram_server, "sendMessage", chat_id=42, text="x", reply_parameters={"message_id": 99}
+    )
+    assert status == 400
+    assert body["description"] == "Bad Request: message to be replied not found"
+
+
+async def test_uploads_and_files(telegram_server):
+    group = group_chat(-100, "G")
+    telegram_server.push_message(group, "hi", sender=ALICE)
+    async with httpx.AsyncClient() as client:
+        response = await client.post(
+            f"{telegram_server.url}/bot{telegram_server.token}/sendDocument",
+            data={"chat_id": "-100", "caption": "here"},
+            files={"document": ("a.txt", b"hello file", "text/plain")},
+        )
+        document = response.json()["result"]["document"]
+        info = (
+            await client.post(
+                f"{telegram_server.url}/bot{telegram_server.token}/getFile", json={"file_id": document["file_id"]}
+            )
+        ).json()
+        download = await client.get(
+            f"{telegram_server.url}/file/bot{telegram_server.token}/{info['result']['file_path']}"
+        )
+    assert download.content == b"hello file"
+    assert telegram_server.sent[-1].file_name == "a.txt"
+    assert telegram_server.sent[-1].text == "here"
+
+
+async def test_faults_in_order_then_normal(telegram_server):
+    telegram_server.fail("getMe", Fault.rate_limited(3), Fault(500, "Internal Server Error"))
+    assert (await _call(telegram_server, "getMe"))[1]["parameters"] == {"retry_after": 3}
+    assert (await _call(telegram_server, "getMe"))[0] == 500
+    assert (await _call(telegram_server, "getMe"))[0] == 200
+    telegram_server.fail("getMe", Fault.cut())
+    with pytest.raises(httpx.RemoteProtocolError):
+        await _call(telegram_server, "getMe")
