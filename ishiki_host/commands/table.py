@@ -13,6 +13,7 @@ message goes to the model as text, so "/shrug" or a path like "/etc/hosts" still
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
@@ -103,8 +104,9 @@ class CommandTable:
             return False
         for alias in taken:
             self._problem(f"{source}: alias /{alias} of /{command.name} is already taken; the alias is skipped")
-        kept = tuple(a for a in command.aliases if a not in self._by_name)
-        command = Command(command.name, command.handler, command.help, command.usage, kept, command.trust)
+        if taken:
+            kept = tuple(a for a in command.aliases if a not in self._by_name)
+            command = dataclasses.replace(command, aliases=kept)
         for name in command.names:
             self._by_name[name] = (command, source)
         self._commands.append(command)

@@ -1,6 +1,6 @@
 """Fact-log entries as a plain transcript, for the background calls that summarize them.
 
-A summarizer reads who said what, not the wire format: an inbound message is ``[Ana] text``, the persona's
+A summarizer reads who said what, not the wire format: an inbound message is ``[Ana (telegram:42)] text``, the persona's
 text is ``[you] text``, a tool call ``[you → read] {...}`` and its result ``[read →] ...`` (results and long
 messages are shortened; images are ``[image]``). A carried summary opens the transcript. When the whole
 transcript is over its token budget, the oldest lines are left out (the summary of an earlier session never
@@ -47,7 +47,8 @@ def _speaker(data: Mapping[str, Any]) -> str:
         return "prompt"
     if isinstance(source, Mapping) and isinstance(source.get("user"), Mapping):
         user = source["user"]
-        return str(user.get("name") or user.get("id") or "someone")
+        who = f"{source.get('platform')}:{user.get('id')}"
+        return f"{user['name']} ({who})" if user.get("name") else who
     return "user"
 
 
