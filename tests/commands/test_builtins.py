@@ -28,14 +28,17 @@ def _tool(name: str, trust: TrustLevel = "trusted") -> Tool:
 async def test_a_sender_below_the_level_gets_a_short_refusal(tmp_path: Path) -> None:
     async with SessionRig(tmp_path) as rig:
         result = await rig.command("/memories", sender="telegram:9", trust="untrusted")
-        assert result is not None and result.status == "refused"
+        assert result is not None
+        assert result.status == "refused"
         assert rig.replies == ["Sorry, /memories is only for people I trust."]
         for text in ("/tools", "/extensions disable memory"):
             result = await rig.command(text, sender="telegram:9", trust="untrusted")
-            assert result is not None and result.status == "refused"
+            assert result is not None
+            assert result.status == "refused"
         assert await rig.store.plugin_settings.all(profile="test") == []
         result = await rig.command("/memories", sender="telegram:5", trust="trusted")
-        assert result is not None and result.status == "ok"
+        assert result is not None
+        assert result.status == "ok"
 
 
 async def test_an_owner_only_command_of_an_extension(tmp_path: Path) -> None:
@@ -45,9 +48,11 @@ async def test_an_owner_only_command_of_an_extension(tmp_path: Path) -> None:
     async with SessionRig(tmp_path) as rig:
         rig.table.register(Command("Shutdown", shutdown, "Stop.", trust="owner"), source="ishiki.ext.admin")
         refused = await rig.command("/SHUTDOWN now", sender="telegram:5", trust="trusted")
-        assert refused is not None and refused.reply == "Sorry, /shutdown is only for my owner."
+        assert refused is not None
+        assert refused.reply == "Sorry, /shutdown is only for my owner."
         done = await rig.command("/shutdown now")
-        assert done is not None and done.reply == "bye now"
+        assert done is not None
+        assert done.reply == "bye now"
 
 
 async def test_handler_failures_become_replies(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -67,7 +72,8 @@ async def test_handler_failures_become_replies(tmp_path: Path, caplog: pytest.Lo
         )
         assert (await rig.command("/paint blurple")).reply == "That is not a colour.\nUsage: /paint COLOUR"  # type: ignore[union-attr]
         result = await rig.command("/oops")
-        assert result is not None and result.status == "failed"
+        assert result is not None
+        assert result.status == "failed"
         assert result.reply == "/oops failed unexpectedly; the host log has the details."
         assert "boom" in caplog.text
         assert (await rig.command("/db")).reply == "/db failed: disk full"  # type: ignore[union-attr]
@@ -87,7 +93,8 @@ async def test_whoami_and_status(tmp_path: Path) -> None:
         assert lines[1] == "model: test:persona (breaker closed)"
         assert lines[2] == "summarizer: auto (compaction at 90% of 32,000 tokens)"
         size = await rig.sessions.size()
-        assert size.messages == 2 and size.tokens > 0
+        assert size.messages == 2
+        assert size.tokens > 0
         assert lines[3] == f"session: ~{size.tokens:,} tokens in 2 messages"
         assert lines[4] == "memory: 0 memories"
 
@@ -103,8 +110,10 @@ async def test_memories_default_type_and_caps(tmp_path: Path) -> None:
 
         await rig.command("/memories", sender="telegram:5", trust="trusted")
         lines = rig.replies[-1].splitlines()
-        assert lines[0] == "The newest 10 memories:" and len(lines) == 11
-        assert "secret" not in rig.replies[-1] and "another persona" not in rig.replies[-1]
+        assert lines[0] == "The newest 10 memories:"
+        assert len(lines) == 11
+        assert "secret" not in rig.replies[-1]
+        assert "another persona" not in rig.replies[-1]
 
         await rig.command("/memories")
         assert "the owner's secret" in rig.replies[-1]
@@ -115,7 +124,8 @@ async def test_memories_default_type_and_caps(tmp_path: Path) -> None:
 
         await rig.command("/memories 80")
         lines = rig.replies[-1].splitlines()
-        assert lines[0] == "The newest 50 memories (at most 50 are shown):" and len(lines) == 51
+        assert lines[0] == "The newest 50 memories (at most 50 are shown):"
+        assert len(lines) == 51
 
         await rig.command("/memories 4 lesson")
         assert len(rig.replies[-1].splitlines()) == 5
@@ -124,8 +134,10 @@ async def test_memories_default_type_and_caps(tmp_path: Path) -> None:
         assert rig.replies[-1] == "No reminder memories yet."
         for bad in ("/memories feelings", "/memories 0", "/memories 3 4"):
             result = await rig.command(bad)
-            assert result is not None and result.status == "failed"
-            assert result.reply is not None and result.reply.endswith("Usage: /memories [type] [count]")
+            assert result is not None
+            assert result.status == "failed"
+            assert result.reply is not None
+            assert result.reply.endswith("Usage: /memories [type] [count]")
 
 
 class Switchable:
@@ -165,14 +177,17 @@ async def test_tools_switches_apply_on_the_next_turn(tmp_path: Path) -> None:
         assert [t.name for t in persona.requests[-1].tools] == ["send_message", "web_search", "shell"]
 
         refused = await rig.command("/tools disable send_message")
-        assert refused is not None and refused.status == "failed"
+        assert refused is not None
+        assert refused.status == "failed"
         assert "kernel tool" in (refused.reply or "")
         await rig.store.plugin_settings.set("tool", "send_message", False, profile=None)  # even a global row
-        assert [t.name for t in await enabled_tools(rig.store, "test", tools)][0] == "send_message"
+        assert next(t.name for t in await enabled_tools(rig.store, "test", tools)) == "send_message"
         unknown = await rig.command("/tools disable teleport")
-        assert unknown is not None and "No tool 'teleport'" in (unknown.reply or "")
+        assert unknown is not None
+        assert "No tool 'teleport'" in (unknown.reply or "")
         bad = await rig.command("/tools remove web_search")
-        assert bad is not None and bad.status == "failed"
+        assert bad is not None
+        assert bad.status == "failed"
 
 
 async def test_extensions_switches(tmp_path: Path) -> None:
@@ -186,7 +201,8 @@ async def test_extensions_switches(tmp_path: Path) -> None:
         await rig.command("/extensions")
         assert rig.replies[-1] == "Extensions:\n- memory: on\n- skills: off"
         missing = await rig.command("/extensions enable workspace")
-        assert missing is not None and "No extension 'workspace'" in (missing.reply or "")
+        assert missing is not None
+        assert "No extension 'workspace'" in (missing.reply or "")
         await rig.command("/extensions enable skills")
         assert await enabled_extensions(rig.store, "test", ["memory", "skills"]) == ["memory", "skills"]
     assert await enabled_extensions(None, "test", ["memory"]) == ["memory"]

@@ -22,11 +22,14 @@ def test_the_first_word_matches_whatever_its_case() -> None:
     commands = table()
     for text in ("/clear", "/CLEAR", "/Clear now", "  /clear", "/clear\nmore lines"):
         found = commands.match(text)
-        assert found is not None and found.command.name == "clear", text
+        assert found is not None, text
+        assert found.command.name == "clear", text
     found = commands.match("/memories fact 5")
-    assert found is not None and (found.typed, found.args) == ("memories", "fact 5")
+    assert found is not None
+    assert (found.typed, found.args) == ("memories", "fact 5")
     found = commands.match("/help\n  compact  ")
-    assert found is not None and found.args == "compact"
+    assert found is not None
+    assert found.args == "compact"
 
 
 def test_aliases_reach_their_command() -> None:
@@ -40,11 +43,13 @@ def test_aliases_reach_their_command() -> None:
 def test_a_command_addressed_to_a_bot() -> None:
     ours = table(bot_names=("@MyBot",))
     found = ours.match("/status@mybot")
-    assert found is not None and found.command.name == "status"
+    assert found is not None
+    assert found.command.name == "status"
     assert ours.match("/status@OtherBot") is None
     anyone = table()
     found = anyone.match("/status@whoever extra")
-    assert found is not None and found.args == "extra"
+    assert found is not None
+    assert found.args == "extra"
 
 
 @pytest.mark.parametrize(
@@ -58,11 +63,13 @@ def test_text_that_is_no_command_goes_to_the_model(text: str) -> None:
 def test_a_taken_name_is_reported_and_skipped() -> None:
     commands = table()
     assert not commands.register(Command("Clear", noop, "Mine."), source="ishiki.ext.evil")
-    assert commands.get("clear") is not None and commands.source("clear") == "host"
+    assert commands.get("clear") is not None
+    assert commands.source("clear") == "host"
     assert commands.problems == ["ishiki.ext.evil: /clear is already a command of host; skipped"]
     assert commands.register(Command("wipe", noop, "Wipe.", aliases=("reset", "w")), source="ext")
     wipe = commands.get("wipe")
-    assert wipe is not None and wipe.aliases == ("w",)
+    assert wipe is not None
+    assert wipe.aliases == ("w",)
     assert commands.get("reset") is commands.get("clear")
     assert "alias /reset of /wipe is already taken" in commands.problems[-1]
     assert not commands.register("not a command", source="ext")  # type: ignore[arg-type]
@@ -87,7 +94,8 @@ def test_help_lists_what_the_sender_may_use() -> None:
     commands = table()
     owner, untrusted = render_help(commands, "owner"), render_help(commands, "untrusted")
     assert "/memories [type] [count] - List the newest long-term memories." in owner
-    assert "/memories" not in untrusted and "/tools" not in untrusted
+    assert "/memories" not in untrusted
+    assert "/tools" not in untrusted
     assert "/clear - Start a fresh session; nothing is carried over. (also /reset)" in untrusted
     assert untrusted.splitlines()[0] == "Commands:"
 

@@ -113,7 +113,8 @@ def test_tools_above_the_turn_level_are_not_offered() -> None:
 @given(st.lists(st.sampled_from(LEVELS), min_size=1))
 def test_lowest_and_highest_bound_every_level(levels: list[TrustLevel]) -> None:
     low, high = lowest(levels, "owner"), highest(levels, "untrusted")
-    assert low in levels and high in levels
+    assert low in levels
+    assert high in levels
     assert all(TRUST_ORDER[low] <= TRUST_ORDER[level] <= TRUST_ORDER[high] for level in levels)
 
 

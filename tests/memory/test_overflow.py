@@ -70,7 +70,8 @@ async def test_an_overflowing_turn_is_compacted_and_retried_once(tmp_path: Path)
         notices = Notices()
         recovery = OverflowRecovery(rig.sessions, rig.rt.agent, notices)
         handle = await recovery.handle(failed)
-        assert handle is not None and recovery.is_retry(handle.number)
+        assert handle is not None
+        assert recovery.is_retry(handle.number)
         retried = await handle
         assert retried.status == "done"
         assert notices.lines == [RETRY_NOTICE]
@@ -79,11 +80,13 @@ async def test_an_overflowing_turn_is_compacted_and_retried_once(tmp_path: Path)
         texts = [m.text for m in request.messages]
         assert texts[1] == f"{SUMMARY_HEADER}\n{SUMMARY}"
         assert texts.count("What should Ana pack for the hike?") == 1
-        assert retried.result is not None and retried.result.text == "answered: What should Ana pack for the hike?"
+        assert retried.result is not None
+        assert retried.result.text == "answered: What should Ana pack for the hike?"
         boundary = next(e for e in rig.rt.log.iter_forward() if e.type == "session")
         assert (boundary.data["reason"], boundary.data["upto"]) == ("overflow", question.id - 1)
         copy = next(e for e in rig.rt.log.iter_forward() if e.data.get("carried") == question.id)
-        assert copy.id > boundary.id and copy.data["source"] == question.data["source"]
+        assert copy.id > boundary.id
+        assert copy.data["source"] == question.data["source"]
 
         assert await recovery.handle(retried) is None  # a successful retry ends the matter
         assert not recovery.is_retry(handle.number)
@@ -106,7 +109,8 @@ async def test_a_second_overflow_surfaces_the_error(tmp_path: Path) -> None:
         assert await recovery.handle(second) is None
         assert notices.lines == [RETRY_NOTICE, OVERFLOW_FAILED_NOTICE.format(why=second.error)]
         starts = [e for e in rig.rt.log.iter_forward() if e.name == "turn.start"]
-        assert len(starts) == 3 and rig.rt.agent.queued == 0  # hello, the failure, one retry
+        assert len(starts) == 3
+        assert rig.rt.agent.queued == 0
 
 
 async def test_a_single_message_too_large_cannot_be_helped(tmp_path: Path) -> None:
@@ -133,11 +137,13 @@ async def test_the_safety_valve(tmp_path: Path) -> None:
         size = await rig.sessions.size()
         notices = Notices()
         below = await compact_if_needed(rig.sessions, context_window=size.tokens * 2, threshold=0.9, notify=notices)
-        assert below is None and notices.lines == []
+        assert below is None
+        assert notices.lines == []
         reached = await compact_if_needed(
             rig.sessions, context_window=int(size.tokens / 0.9), threshold=0.9, notify=notices
         )
-        assert reached is not None and reached.status == "compacted"
+        assert reached is not None
+        assert reached.status == "compacted"
         assert notices.lines == [AUTO_COMPACT_NOTICE]
         assert (await rig.sessions.size()).tokens < size.tokens
 
@@ -147,7 +153,8 @@ async def test_a_failed_valve_says_so(tmp_path: Path) -> None:
         await rig.say("hello")
         notices = Notices()
         change = await compact_if_needed(rig.sessions, context_window=1, threshold=0.5, notify=notices)
-        assert change is not None and change.status == "failed"
+        assert change is not None
+        assert change.status == "failed"
         assert notices.lines[0].startswith("(The conversation is getting long, but summarizing it failed:")
 
 

@@ -87,33 +87,40 @@ async def test_compact_writes_a_summary_memory_and_a_seeded_boundary(tmp_path: P
         await rig.say("hello", sender="telegram:9", trust="untrusted")
         await rig.say("I am Ana", sender="telegram:5", trust="trusted")
         change = await rig.sessions.compact()
-        assert change.status == "compacted" and change.memory is not None and change.boundary is not None
+        assert change.status == "compacted"
+        assert change.memory is not None
+        assert change.boundary is not None
         assert (change.memory.type, change.memory.content, change.memory.session_id) == ("summary", SUMMARY, first)
         assert change.memory.min_trust == "trusted"  # the highest level of the messages it covers
         data = change.boundary.data
         assert data == {"reason": "compact", "summary": SUMMARY, "upto": change.boundary.id - 2,
                         "min_trust": "trusted", "memory": change.memory.id}  # fmt: skip
         usage = [e for e in rig.rt.log.iter_forward() if e.type == "usage"]
-        assert usage[-1].data["purpose"] == "compact" and usage[-1].id == change.boundary.id - 1
+        assert usage[-1].data["purpose"] == "compact"
+        assert usage[-1].id == change.boundary.id - 1
         current = await rig.store.sessions.current(str(rig.rt.key))
-        assert current is not None and current.id == rig.sessions.session_id != first
+        assert current is not None
+        assert current.id == rig.sessions.session_id != first
         assert (current.start_fact_id, current.start_reason, current.summary) == (
             change.boundary.id,
             "compact",
             SUMMARY,
         )
         closed = await rig.store.sessions.get(first)  # type: ignore[arg-type]
-        assert closed.end_fact_id == change.boundary.id - 1 and closed.end_reason == "compact"
+        assert closed.end_fact_id == change.boundary.id - 1
+        assert closed.end_reason == "compact"
         assert await rig.sessions.carried_summary() == SUMMARY
         await rig.command("/memory")
         assert rig.replies[-1] == f"Summary carried into this session:\n{SUMMARY}"
 
         await rig.say("a secret", sender="console:local", trust="owner")
         again = await rig.sessions.compact()
-        assert again.memory is not None and again.memory.min_trust == "owner"
+        assert again.memory is not None
+        assert again.memory.min_trust == "owner"
         await rig.say("bye", sender="telegram:9", trust="untrusted")
         third = await rig.sessions.compact()
-        assert third.memory is not None and third.memory.min_trust == "owner"  # the seed it includes was owner-only
+        assert third.memory is not None
+        assert third.memory.min_trust == "owner"
 
 
 async def test_a_failed_summary_changes_nothing(tmp_path: Path) -> None:
@@ -124,11 +131,13 @@ async def test_a_failed_summary_changes_nothing(tmp_path: Path) -> None:
         await rig.say("hello")
         before, session = rig.rt.log.last_id, rig.sessions.session_id
         result = await rig.command("/compact")
-        assert result is not None and result.status == "ok"
+        assert result is not None
+        assert result.status == "ok"
         assert rig.replies[-1] == "Could not summarize the session (connection refused); the session is unchanged."
         assert rig.rt.log.last_id == before
         current = await rig.store.sessions.current(str(rig.rt.key))
-        assert current is not None and current.id == session
+        assert current is not None
+        assert current.id == session
         assert await rig.store.memories.count("test") == 0
         assert [e.data.get("role") for e in await rig.sessions.window() if e.type == "message"] == ["user", "assistant"]
 
@@ -137,7 +146,8 @@ async def test_an_empty_summary_is_a_failure(tmp_path: Path) -> None:
     async with SessionRig(tmp_path, summarizer=FunctionModel(lambda request: reply("   "))) as rig:
         await rig.say("hello")
         change = await rig.sessions.compact()
-        assert change.status == "failed" and "answered nothing" in change.message
+        assert change.status == "failed"
+        assert "answered nothing" in change.message
 
 
 async def test_clear_on_an_empty_session_writes_nothing(tmp_path: Path) -> None:
@@ -245,7 +255,8 @@ async def test_a_boundary_the_table_missed_is_picked_up_at_start(tmp_path: Path)
                                  store=rig.store)  # fmt: skip
         await manager.start()
         current = await rig.store.sessions.current(str(rig.rt.key))
-        assert current is not None and (current.start_fact_id, current.start_reason) == (boundary.id, "clear")
+        assert current is not None
+        assert (current.start_fact_id, current.start_reason) == (boundary.id, "clear")
         assert manager.session_id == current.id
         await manager.start()  # aligned: nothing more happens
         assert len(await rig.store.sessions.recent(str(rig.rt.key))) == 2
@@ -260,17 +271,20 @@ async def test_sessions_without_a_store_or_a_summarizer(tmp_path: Path) -> None:
         summarizing = SessionManager(runtime_key="k", profile="test", log=rig.rt.log, agent=rig.rt.agent,
                                      summarizer=Summarizer(FunctionModel(fixed_summary)))  # fmt: skip
         change = await summarizing.compact()
-        assert change.status == "compacted" and change.memory is None
-        assert change.boundary is not None and "memory" not in change.boundary.data
+        assert change.status == "compacted"
+        assert change.memory is None
+        assert change.boundary is not None
+        assert "memory" not in change.boundary.data
         assert (await bare.clear()).status == "cleared"
 
 
 async def test_a_turn_that_never_ends_times_the_command_out(tmp_path: Path) -> None:
     turn_gate = Gate(answer="never")
-    async with SessionRig(tmp_path, persona=FunctionModel(turn_gate), idle_timeout=0.05) as rig:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(rig.say, "hi")
-            await turn_gate.called.wait()
-            change = await rig.sessions.clear()
-            assert change.status == "failed" and "still running" in change.message
-            turn_gate.release.set()
+    rig = SessionRig(tmp_path, persona=FunctionModel(turn_gate), idle_timeout=0.05)
+    async with rig, anyio.create_task_group() as tg:
+        tg.start_soon(rig.say, "hi")
+        await turn_gate.called.wait()
+        change = await rig.sessions.clear()
+        assert change.status == "failed"
+        assert "still running" in change.message
+        turn_gate.release.set()

@@ -122,7 +122,8 @@ async def test_a_successful_turn_becomes_one_memory(tmp_path: Path) -> None:
         assert (memory.type, memory.content, memory.min_trust) == ("fact", "Ana drinks jasmine tea.", "trusted")
         assert memory.session_id == rig.sessions.session_id
         request: ModelRequest = condense.requests[0]
-        assert request.priority == "background" and request.messages[0].text == CONDENSE_SYSTEM
+        assert request.priority == "background"
+        assert request.messages[0].text == CONDENSE_SYSTEM
         assert request.messages[1].text == "<exchange>\n[telegram:5] I only drink jasmine tea\n[you] ok\n</exchange>"
 
 
@@ -134,7 +135,8 @@ async def test_prose_is_stored_as_a_summary_readable_at_the_turn_level(tmp_path:
             Summarizer(condense), rig.store, rig.rt.log, outcome, trust="untrusted", profile="test",
             runtime_key="k", session_id=None,
         )  # fmt: skip
-        assert memory is not None and (memory.type, memory.min_trust) == ("summary", "untrusted")
+        assert memory is not None
+        assert (memory.type, memory.min_trust) == ("summary", "untrusted")
 
 
 async def test_a_failed_turn_adds_no_memory(tmp_path: Path) -> None:
@@ -149,7 +151,8 @@ async def test_a_failed_turn_adds_no_memory(tmp_path: Path) -> None:
             Summarizer(condense), rig.store, rig.rt.log, outcome, trust="owner", profile="test", runtime_key="k",
             session_id=None,
         )  # fmt: skip
-        assert memory is None and condense.requests == []
+        assert memory is None
+        assert condense.requests == []
         assert await rig.store.memories.count("test") == 0
 
 
@@ -163,7 +166,8 @@ async def test_a_failed_summary_call_adds_no_memory(tmp_path: Path, caplog: pyte
             Summarizer(FunctionModel(down)), rig.store, rig.rt.log, outcome, trust="owner", profile="test",
             runtime_key="k", session_id=None,
         )  # fmt: skip
-        assert memory is None and "summarizer down" in caplog.text
+        assert memory is None
+        assert "summarizer down" in caplog.text
 
 
 async def test_the_summarizer_over_a_real_provider(
@@ -178,7 +182,8 @@ async def test_the_summarizer_over_a_real_provider(
         outcome = await rig.say("Réponds-moi en français, s'il te plaît")
         kwargs: dict[str, Any] = {"trust": "owner", "profile": "test", "runtime_key": "k", "session_id": None}
         memory = await remember_turn(summarizer, rig.store, rig.rt.log, outcome, **kwargs)
-        assert memory is not None and (memory.type, memory.content) == ("lesson", "Answer Ana in French.")
+        assert memory is not None
+        assert (memory.type, memory.content) == ("lesson", "Answer Ana in French.")
         body = fake_openai.requests[0].json
         assert body["messages"][0] == {"role": "system", "content": CONDENSE_SYSTEM}
         assert "[console:local] Réponds-moi en français" in body["messages"][1]["content"]
@@ -188,4 +193,5 @@ async def test_the_summarizer_over_a_real_provider(
 
         rig.sessions.summarizer = summarizer
         change = await rig.sessions.compact()
-        assert change.status == "compacted" and change.summary == "Ana and the bot spoke French about tea."
+        assert change.status == "compacted"
+        assert change.summary == "Ana and the bot spoke French about tea."
