@@ -130,6 +130,8 @@ def make_estimator(kind: EstimatorKind = "auto", *, encoding: str = DEFAULT_ENCO
     ``tiktoken`` insists on it and raises ``ValueError`` when it cannot be used (not installed, or the
     encoding was never downloaded).
     """
+    if kind not in ("auto", "estimate", "tiktoken"):
+        raise ValueError(f"estimator kind must be auto, estimate or tiktoken; got {kind!r}")
     if kind == "estimate":
         return estimate_tokens
     counter = tiktoken_estimator(encoding)
@@ -140,6 +142,4 @@ def make_estimator(kind: EstimatorKind = "auto", *, encoding: str = DEFAULT_ENCO
             f"tiktoken with encoding {encoding!r} is not usable offline: install tiktoken and put the encoding "
             "file in TIKTOKEN_CACHE_DIR"
         )
-    if kind != "auto":
-        raise ValueError(f"estimator kind must be auto, estimate or tiktoken; got {kind!r}")
     return estimate_tokens
