@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Literal
@@ -60,9 +61,7 @@ _CJK_RANGES = (
 _MESSAGE_OVERHEAD = 4
 
 
-def _is_cjk(char: str) -> bool:
-    code = ord(char)
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+_CJK = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]")
 
 
 def estimate_tokens(text: str) -> int:
@@ -71,7 +70,7 @@ def estimate_tokens(text: str) -> int:
         return 0
     if text.isascii():
         return max(1, (len(text) + 3) // 4)
-    cjk = sum(1 for char in text if _is_cjk(char))
+    cjk = len(_CJK.findall(text))
     return max(1, cjk + (len(text) - cjk + 3) // 4)
 
 

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ishiki_host.core.tokens import estimate_tokens, make_estimator, tiktoken_estimator
 
@@ -93,3 +95,20 @@ def test_caching_disabled_means_no_tiktoken(stand_in: Path, monkeypatch: pytest.
 def test_an_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="auto, estimate or tiktoken"):
         make_estimator("bpe")  # type: ignore[arg-type]
+
+
+_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF),
+               (0xFF00, 0xFFEF), (0x20000, 0x2FFFF))  # fmt: skip
+
+
+def reference_estimate(text: str) -> int:
+    """The estimate's definition, one character at a time."""
+    if not text:
+        return 0
+    cjk = sum(1 for ch in text if any(low <= ord(ch) <= high for low, high in _CJK_RANGES))
+    return max(1, cjk + (len(text) - cjk + 3) // 4)
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
+def test_the_estimate_counts_cjk_characters_one_each(text: str) -> None:
+    assert estimate_tokens(text) == reference_estimate(text)
