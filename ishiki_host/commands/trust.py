@@ -21,7 +21,7 @@ not re-rate old messages; ``of_entry`` reads it back (and computes it for entrie
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from ishiki_host.core.tools import TRUST_ORDER, Tool, TrustLevel, trust_allows
@@ -40,12 +40,14 @@ __all__ = [
     "entry_sender",
     "highest",
     "lowest",
+    "new_inbound",
     "sender_key",
     "tools_for",
 ]
 
 CONSOLE_PLATFORM = "console"
 OPEN_TOOLS = frozenset({"send_message", "finish", "wait", "read"})
+TURN_ENDS = frozenset({"turn.done", "turn.failed", "turn.aborted"})
 """Kernel tools open to every level: an untrusted sender still gets an answer."""
 REFUSAL_TEXT = "Sorry, I only talk with people I know here. Please ask my owner to add you."
 Admission = TrustLevel | Literal["refused"]
@@ -77,6 +79,23 @@ def highest(levels: Iterable[TrustLevel], default: TrustLevel) -> TrustLevel:
     """The highest of ``levels``, or ``default`` when there are none (who may read what they all said)."""
     found = list(levels)
     return max(found, key=TRUST_ORDER.__getitem__) if found else default
+
+
+def new_inbound(newest_first: Iterator[Entry]) -> list[Entry]:
+    """A ``FactLog.read_back`` selector: the inbound messages since the last turn ended, oldest first.
+
+    These are the messages new in the turn being set up (including those carried into a new session for a
+    retry); wake prompts and the host's own messages are not inbound. Reading stops at the newest turn end
+    or session boundary.
+    """
+    found: list[Entry] = []
+    for entry in newest_first:
+        if entry.type == "session" or (entry.type == "event" and entry.name in TURN_ENDS):
+            break
+        if entry.type == "message" and entry.data.get("role") == "user" and "source" in entry.data:
+            found.append(entry)
+    found.reverse()
+    return found
 
 
 def tools_for(level: TrustLevel, tools: Sequence[ToolT]) -> list[ToolT]:

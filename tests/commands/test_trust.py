@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,12 +17,17 @@ from ishiki_host.commands.trust import (
     entry_sender,
     highest,
     lowest,
+    new_inbound,
     sender_key,
     tools_for,
 )
 from ishiki_host.config.profile_types import TrustConfig
+from ishiki_host.core.agent import Agent
 from ishiki_host.core.entries import Entry
+from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.tools import TRUST_ORDER, Tool, ToolContext, TrustLevel
+from ishiki_host.core.turns import Turn, TurnSetup
+from ishiki_host.testing.models import ScriptedModel, reply, tool_call
 
 LEVELS: list[TrustLevel] = ["untrusted", "trusted", "owner"]
 LISTED = TrustConfig(owners=("telegram:1",), trusted=("telegram:2", "whatsapp:3"))
@@ -134,3 +140,53 @@ def test_one_refusal_per_sender() -> None:
     assert refusals.first_time("telegram:8")
     with pytest.raises(ValueError, match="capacity"):
         Refusals(capacity=0)
+
+
+async def _answer(args: Mapping[str, Any], ctx: ToolContext) -> str:
+    return "done"
+
+
+@pytest.mark.anyio
+async def test_a_stranger_turn_gets_no_privileged_tool_even_when_the_model_calls_one(fact_log: FactLog) -> None:
+    """The recipe the runtime follows: the turn level from the new inbound entries, the tools it allows."""
+    policy = TrustPolicy(LISTED)
+    tools = [Tool("send_message", "Send.", _answer, trust="untrusted", kind="send"), Tool("shell", "Run.", _answer,
+             trust="owner")]  # fmt: skip
+    offered: list[list[str]] = []
+
+    async def setup(turn: Turn) -> TurnSetup:
+        level = policy.turn_level(await fact_log.read_back(new_inbound), home="trusted")
+        offered.append([t.name for t in tools_for(level, tools)])
+        return TurnSetup(tools=tools, trust=level)
+
+    model = ScriptedModel([reply("", tool_call("shell"), tool_call("send_message")), "ok",
+                           reply("", tool_call("shell")), "ok"])  # fmt: skip
+    agent = Agent(fact_log, model, setup)
+    async with anyio.create_task_group() as tg:
+        await tg.start(agent.run)
+        await agent.send({**inbound("telegram:1").data, "trust": "owner"})
+        await agent.send(inbound("telegram:99").data)  # no stored level: computed, untrusted
+        stranger = await (await agent.continue_())
+        await agent.send(inbound("telegram:1").data)
+        owner = await (await agent.continue_())
+        await agent.stop()
+    assert offered == [["send_message"], ["send_message", "shell"]]
+    assert [t.name for t in model.requests[0].tools] == ["send_message"]
+    tool_results = [e for e in fact_log.iter_forward() if e.data.get("role") == "tool"]
+    results = {e.data["tool_name"]: e.data for e in tool_results if e.turn == stranger.turn}
+    assert results["shell"].get("is_error") is True  # refused at dispatch: it was never offered
+    assert results["send_message"]["parts"][0]["text"] == "done"
+    owner_results = [e.data for e in fact_log.iter_forward() if e.turn == owner.turn and e.data.get("role") == "tool"]
+    assert owner_results[0]["parts"][0]["text"] == "done"
+
+
+def test_new_inbound_stops_at_the_last_turn_end_or_boundary() -> None:
+    def at(id: int, type: str = "message", **data: Any) -> Entry:
+        return Entry(id, type, 0.0, data)
+
+    user = {"role": "user", "source": {"platform": "telegram", "user": {"id": "1"}}}
+    log = [at(1, **user), at(2, "event", name="turn.done"), at(3, **user), at(4, role="user", wake=True),
+           at(5, **user)]  # fmt: skip
+    assert [e.id for e in new_inbound(iter(reversed(log)))] == [3, 5]
+    log += [at(6, "event", name="turn.failed"), at(7, "session", reason="overflow"), at(8, **user, carried=5)]
+    assert [e.id for e in new_inbound(iter(reversed(log)))] == [8]
