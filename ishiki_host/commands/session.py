@@ -82,6 +82,6 @@ async def memories_command(ctx: CommandContext, args: str) -> str:
         ctx.runtime.profile.id, trust=ctx.trust, types=[kind] if kind else None, count=count
     )
     if not found:
-        return f"No {kind or ''} memories yet.".replace("  ", " ")
+        return f"No {kind} memories yet." if kind else "No memories yet."
     head = f"The newest {len(found)} {kind or 'memories'}" + (f" (at most {MAX_LIST} are shown):" if clamped else ":")
     return "\n".join([head, *(_render(m) for m in found)])
