@@ -30,6 +30,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         │   └── FactLogLocked           another process holds the log
         ├── AgentBusy                   ``send(..., if_busy="reject")`` while a turn runs
         ├── AgentStopped                the agent is not running (never started, or stopped)
+        ├── CommandError                a slash command cannot do what was asked (shown to the sender)
         ├── ResourceError               a resource URL cannot be read (``code``)
         ├── StoreError                  the memory database cannot be opened or used
         ├── SandboxError                a codemode program failed, or hit a limit
@@ -46,6 +47,7 @@ __all__ = [
     "AgentBusy",
     "AgentStopped",
     "ChannelError",
+    "CommandError",
     "ConfigDirError",
     "ConfigError",
     "ContextLengthExceeded",
@@ -249,6 +251,10 @@ class AgentBusy(RunError):
 
 class AgentStopped(RunError):
     """The agent is not running: it was never started with ``tg.start(agent.run)``, or it was stopped."""
+
+
+class CommandError(RunError):
+    """A slash command cannot do what was asked (bad arguments, an unknown name); the message is the reply."""
 
 
 class ResourceError(RunError):

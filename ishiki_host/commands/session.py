@@ -1,0 +1,87 @@
+"""The session and memory built-ins: ``/clear`` (``/reset``), ``/compact``, ``/memory``, ``/memories``."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+from ishiki_host.commands.context import memory_store
+from ishiki_host.errors import CommandError
+from ishiki_host.memory.repos.memory_types import MAX_LIST, MEMORY_TYPES
+
+if TYPE_CHECKING:
+    from ishiki_host.commands.context import CommandContext
+    from ishiki_host.memory.repos.memory_types import Memory, MemoryType
+
+__all__ = [
+    "DEFAULT_MEMORIES",
+    "clear_command",
+    "compact_command",
+    "memories_command",
+    "memory_command",
+    "parse_memories_args",
+]
+
+DEFAULT_MEMORIES = 10
+_SHOWN_CHARS = 300
+
+
+async def clear_command(ctx: CommandContext, args: str) -> str:
+    """``/clear``: a fresh session, nothing carried; an empty session stays as it is."""
+    if ctx.runtime.agent.busy:
+        await ctx.reply("I will clear the session once the current reply is done.")
+    return (await ctx.sessions.clear()).message
+
+
+async def compact_command(ctx: CommandContext, args: str) -> str:
+    """``/compact``: summarize into memory and start a session seeded with the summary."""
+    if ctx.runtime.agent.busy or ctx.sessions.busy:
+        await ctx.reply("I will compact the session once the current work is done.")
+    return (await ctx.sessions.compact()).message
+
+
+async def memory_command(ctx: CommandContext, args: str) -> str:
+    """``/memory``: the summary carried into this session."""
+    summary = await ctx.sessions.carried_summary()
+    if summary is None:
+        return "No summary is carried into this session."
+    return f"Summary carried into this session:\n{summary}"
+
+
+def parse_memories_args(args: str) -> tuple[MemoryType | None, int, bool]:
+    """``[type] [count]`` in any order: the type (``None``: all), the count (clamped to 50) and whether clamped."""
+    kind: MemoryType | None = None
+    count = DEFAULT_MEMORIES
+    for word in args.lower().split():
+        singular = word[:-1] if word.endswith("s") and word[:-1] in MEMORY_TYPES else word
+        if singular in MEMORY_TYPES and kind is None:
+            kind = next(t for t in MEMORY_TYPES if t == singular)
+        elif word.isdigit() and count == DEFAULT_MEMORIES:
+            count = int(word)
+        else:
+            raise CommandError(f"{word!r} is neither a memory type ({', '.join(MEMORY_TYPES)}) nor a count.")
+    if count < 1:
+        raise CommandError("The count must be at least 1.")
+    return kind, min(count, MAX_LIST), count > MAX_LIST
+
+
+def _render(memory: Memory) -> str:
+    day = dt.datetime.fromtimestamp(memory.created_at, dt.UTC).strftime("%Y-%m-%d")
+    text = " ".join(memory.content.split())
+    text = text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
+    return f"#{memory.id} {day} {memory.type}: {text}"
+
+
+async def memories_command(ctx: CommandContext, args: str) -> str:
+    """``/memories [type] [count]``: the newest memories readable at the sender's level."""
+    store = memory_store(ctx)
+    if store is None:
+        return "Long-term memory is not available on this host."
+    kind, count, clamped = parse_memories_args(args)
+    found = await store.memories.latest(
+        ctx.runtime.profile.id, trust=ctx.trust, types=[kind] if kind else None, count=count
+    )
+    if not found:
+        return f"No {kind} memories yet." if kind else "No memories yet."
+    head = f"The newest {len(found)} {kind or 'memories'}" + (f" (at most {MAX_LIST} are shown):" if clamped else ":")
+    return "\n".join([head, *(_render(m) for m in found)])

@@ -1,0 +1,125 @@
+"""The "long-term memory" section of a turn's prompt: the memories most relevant to its new messages.
+
+``memory_section`` searches the profile's memories with the text of the messages new in the turn (FTS5 BM25,
+then recency; ``MemoriesRepo.search``) and renders at most ``limit`` of them. It never returns:
+
+- reminders (they are for heartbeats, not for recall);
+- memories of the current session (what they hold is in the window already);
+- the summary the session was seeded with (the window shows it once; ``exclude_ids``);
+- memories above the turn's trust level: ``trust`` is the turn's level, so an untrusted sender's turn never
+  sees what an owner-only exchange left behind (the owner's memories and personal details).
+
+``limit`` comes from ``ishiki.yaml``'s ``memory`` block (``RetrievalSettings.from_host``); 0 turns the section
+off.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ishiki_host.memory.repos.memory_types import MAX_SEARCH, RETRIEVABLE_TYPES
+from ishiki_host.memory.transcript import render_entry
+
+if TYPE_CHECKING:
+    from ishiki_host.core.entries import Entry
+    from ishiki_host.core.tools import TrustLevel
+    from ishiki_host.memory.repos.memory_types import Memory
+    from ishiki_host.memory.store import MemoryStore
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MEMORY_HEADER",
+    "RetrievalSettings",
+    "memory_section",
+    "query_text",
+    "relevant_memories",
+    "render_memories",
+]
+
+DEFAULT_LIMIT = 20
+MEMORY_HEADER = (
+    "Long-term memory: notes from earlier conversations that may help now. They may be outdated; "
+    "trust what people say now over them, and never quote them to someone they are not about."
+)
+_QUERY_CHARS = 4_000
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    """How many memories a turn's prompt gets at most (``memory.limit`` in ``ishiki.yaml``)."""
+
+    limit: int = DEFAULT_LIMIT
+
+    @classmethod
+    def from_host(cls, memory: Mapping[str, Any]) -> RetrievalSettings:
+        """From the validated ``memory`` block; ``limit`` is clamped to 0..``MAX_SEARCH``."""
+        limit = memory.get("limit", DEFAULT_LIMIT)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise ValueError(f"memory.limit must be a whole number, not {limit!r}")
+        return cls(min(max(0, limit), MAX_SEARCH))
+
+
+def query_text(new_messages: Iterable[Entry]) -> str:
+    """The search text for a turn: what its new messages say (the newest part when very long)."""
+    text = "\n".join(line for entry in new_messages for line in render_entry(entry))
+    return text[-_QUERY_CHARS:]
+
+
+async def relevant_memories(
+    store: MemoryStore,
+    *,
+    profile: str,
+    text: str,
+    trust: TrustLevel,
+    limit: int,
+    session_id: int | None,
+    exclude_ids: Collection[int] = (),
+) -> list[Memory]:
+    """The ``limit`` memories most relevant to ``text`` readable at ``trust`` (see the module docstring)."""
+    if limit <= 0 or not text.strip():
+        return []
+    hits = await store.memories.search(
+        profile,
+        text,
+        trust=trust,
+        limit=min(limit + len(exclude_ids), MAX_SEARCH),
+        exclude_session_id=session_id,
+        types=RETRIEVABLE_TYPES,
+    )
+    return [hit.memory for hit in hits if hit.memory.id not in exclude_ids][:limit]
+
+
+def render_memories(memories: Iterable[Memory]) -> str | None:
+    """The section text: a header and one dated line per memory; ``None`` when there are none."""
+    lines = [f"- ({_day(m.created_at)}, {m.type}) {' '.join(m.content.split())}" for m in memories]
+    return "\n".join([MEMORY_HEADER, *lines]) if lines else None
+
+
+async def memory_section(
+    store: MemoryStore,
+    new_messages: Iterable[Entry],
+    *,
+    profile: str,
+    trust: TrustLevel,
+    limit: int,
+    session_id: int | None,
+    exclude_ids: Collection[int] = (),
+) -> str | None:
+    """The long-term memory section for a turn whose new messages are ``new_messages``; ``None`` for none."""
+    memories = await relevant_memories(
+        store,
+        profile=profile,
+        text=query_text(new_messages),
+        trust=trust,
+        limit=limit,
+        session_id=session_id,
+        exclude_ids=exclude_ids,
+    )
+    return render_memories(memories)
+
+
+def _day(timestamp: float) -> str:
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d")
