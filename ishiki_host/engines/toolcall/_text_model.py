@@ -3,7 +3,9 @@
 ``TextProtocolModel`` wraps the profile's model. Each request is rendered for a model without native tools
 (``render_request``: the catalogue in the system prompt, earlier calls and results as the protocol's own text)
 and sent with ``tools=()``; the answer's text is parsed into a standard ``ModelResult`` whose ``tool_calls``
-the agent runs like native ones. ``stream`` does the same over streamed chunks: the ``xml`` protocol reads them
+the agent runs like native ones, and whose text is the prose around the blocks. An answer of which nothing
+could be run (unreadable, or every call dropped) keeps its text as written, so the history shows the model
+what its note is about. ``stream`` does the same over streamed chunks: the ``xml`` protocol reads them
 with its incremental parser (text outside blocks and each call are yielded as soon as they are certain), the
 ``json`` protocol, whose one block is only certain at the end, yields the parsed answer when the stream ends.
 
@@ -107,8 +109,11 @@ class TextProtocolModel:
 
     def _result(self, answer: ParsedAnswer, result: ModelResult) -> ModelResult:
         self.site.answered(answer)
-        finish = "tool_calls" if answer.tool_calls else result.finish_reason
-        return ModelResult(answer.text, answer.tool_calls, finish, result.usage, result.model)
+        if answer.tool_calls:
+            return ModelResult(answer.text, answer.tool_calls, "tool_calls", result.usage, result.model)
+        # Nothing could be run: the history keeps the answer as written, so the model sees what the note is about.
+        text = result.text if answer.dropped or not answer.ok else answer.text
+        return ModelResult(text, (), result.finish_reason, result.usage, result.model)
 
 
 def _offered(request: ModelRequest) -> frozenset[str]:
