@@ -19,7 +19,8 @@ once no turn runs so a turn's messages stay one contiguous run.
 **One judge per channel.** A message that arrives while its channel's judge runs goes through the rules and the
 cooldown at once; otherwise it is remembered, and when the running judge says *wait*, the judge is asked once
 more with the latest history (any number of messages during one call make one more call). When the running
-judge triggers, the turn it starts reads everything, so no second call is made.
+judge triggers, the turn it starts reads everything, so no second call is made. When a rule started a turn for
+the channel while the judge ran, the verdict is recorded but starts nothing (that turn reads everything too).
 
 The cooldown's clock is kept in memory: after a restart the first message is judged even if the bot spoke a
 moment before.
@@ -86,6 +87,7 @@ class _Judging:
 
     entry: Entry
     again: bool = False
+    answered: bool = False  # a rule started a turn for the channel meanwhile: the verdict cannot add one
 
 
 class JevWakeup:
@@ -171,6 +173,8 @@ class JevWakeup:
             return None
         logger.debug("%s: entry %s in %s: %s", self.ctx.key, entry.id, channel, decision.reason)
         if decision.trigger:
+            if (running := self._judging.get(channel)) is not None:
+                running.answered = True
             await self._start(entry, channel, decision)
         return decision
 
@@ -196,6 +200,8 @@ class JevWakeup:
                 judging.again = False
                 entry = judging.entry
                 decision = await self.judge(entry, channel)
+                if judging.answered:
+                    return
                 if decision.trigger:
                     await self._start(entry, channel, decision)
                     return

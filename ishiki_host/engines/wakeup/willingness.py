@@ -14,10 +14,11 @@ Times come from the runtime's clock (``ctx.clock.now()``); the die is ``random.R
 same seed makes the same decisions.
 
 Scores survive a restart in ``<runtime home>/wakeup-willingness.json`` (``STATE_FILE``): the model's
-``to_dict()`` plus ``lastEntry``, the id of the newest message already in the scores. It is rewritten
-atomically after every change (a temporary file, fsync, rename), coalesced while a write is in flight, and read
-back when the engine is created. A state file that cannot be read is set aside as ``.corrupt`` with a warning;
-the scores start from zero. Channels whose score decayed to nothing are pruned when the file is written.
+``to_dict()`` plus ``lastEntry``, the id of the newest message already in the scores. It is replaced after
+every change (a temporary file renamed over it, so a reader never sees half a file), coalesced while a write is
+in flight, and read back when the engine is created. It is not fsynced: the scores are soft state, and a power
+loss costs at most the last changes. A state file that cannot be read is set aside as ``.corrupt`` with a
+warning and the scores start from zero. Channels whose score decayed to nothing are pruned when it is written.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -39,7 +41,6 @@ from ishiki_host.engines.wakeup.willingness_model import (
 )
 from ishiki_host.errors import AgentStopped, EngineStateInvalid
 from ishiki_host.plugins.base import WakeupEngine
-from ishiki_host.runtime.resources._files import write_atomic
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from ishiki_host.engines.wakeup._features import RandomSource
     from ishiki_host.plugins.runtime_api import Dispose, RuntimeContext
 
-__all__ = ["STATE_FILE", "WillingnessWakeup", "WillingnessWakeupEngine", "load_state"]
+__all__ = ["STATE_FILE", "WillingnessWakeup", "WillingnessWakeupEngine", "load_state", "replace_file"]
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ class WillingnessWakeup:
             while self._dirty:
                 self._dirty = False
                 payload = self._snapshot()
-                await anyio.to_thread.run_sync(write_atomic, self.path, payload)
+                await anyio.to_thread.run_sync(replace_file, self.path, payload)
         except OSError as exc:
             logger.warning("%s: could not save willingness scores to %s: %s", self.ctx.key, self.path, exc)
         finally:
@@ -215,3 +216,10 @@ def load_state(path: Path, options: WillingnessOptions) -> tuple[WillingnessMode
             path.replace(aside)
         return WillingnessModel(options), 0
     return model, scored
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` through a temporary file beside it (blocking: run it in a worker thread)."""
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_bytes(data)
+    os.replace(temp, path)

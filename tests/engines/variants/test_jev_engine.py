@@ -201,15 +201,28 @@ async def test_a_model_error_means_wait(tmp_path: Path, inbound: Any, wakeup_run
     assert record["detail"] == "ModelUnavailable: 503 from upstream"
 
 
-async def test_messages_during_a_judge_make_one_more_judge_with_the_latest_history(
-    tmp_path: Path, inbound: Any, wakeup_runtime: Any, clock: FakeClock
+@pytest.mark.parametrize(
+    ("first", "calls", "starts"),
+    [
+        (NOT_FOR_ME, 2, [(3, "judge")]),  # wait: judged once more, with the latest history
+        (ADDRESSED, 1, [(1, "judge")]),  # trigger: the turn reads everything; no second call
+    ],
+)
+async def test_messages_during_a_judge_make_at_most_one_more_judge(
+    tmp_path: Path,
+    inbound: Any,
+    wakeup_runtime: Any,
+    clock: FakeClock,
+    first: str,
+    calls: int,
+    starts: list[tuple[int, str]],
 ) -> None:
     asked, release = anyio.Event(), anyio.Event()
 
     async def slow(request: ModelRequest) -> str:
         asked.set()
         await release.wait()
-        return NOT_FOR_ME
+        return first
 
     judge = Judge(slow, ADDRESSED)
     harness = {"clock": clock, "models": {"cheap": judge.model}}
@@ -220,13 +233,12 @@ async def test_messages_during_a_judge_make_one_more_judge_with_the_latest_histo
         await rt.agent.send(inbound("three", message_id="3"))
         release.set()
         await settle(rt, engine)
-        starts = turn_starts(rt)
-    assert len(judge.requests) == 2
-    assert judge.requests[1].messages[1].text.endswith("u1: three\n</conversation>".replace("u1", "Ana"))
-    assert [(t["entry"], t["rule"]) for t in starts] == [(3, "judge")]
+        started = [(t["entry"], t["rule"]) for t in turn_starts(rt)]
+    assert (len(judge.requests), started) == (calls, starts)
+    assert judge.requests[-1].messages[1].text.endswith(f"Ana: {'three' if calls == 2 else 'one'}\n</conversation>")
 
 
-async def test_a_judge_that_triggers_is_not_asked_again_for_messages_that_came_meanwhile(
+async def test_a_mention_during_a_judge_answers_and_the_verdict_adds_no_turn(
     tmp_path: Path, inbound: Any, wakeup_runtime: Any, clock: FakeClock
 ) -> None:
     asked, release = anyio.Event(), anyio.Event()
@@ -241,12 +253,14 @@ async def test_a_judge_that_triggers_is_not_asked_again_for_messages_that_came_m
     async with wakeup_runtime(tmp_path, answering(), jev(), **harness) as (rt, engine):
         await rt.agent.send(inbound("one", message_id="1"))
         await asked.wait()
-        await rt.agent.send(inbound("two", message_id="2"))
+        await rt.agent.send(inbound("@bot two", message_id="2", mentions=True))
+        await rt.agent.wait_idle()
         release.set()
         await settle(rt, engine)
-        starts = turn_starts(rt)
-    assert len(judge.requests) == 1
-    assert [(t["entry"], t["rule"]) for t in starts] == [(1, "judge")]
+        started = [(t["entry"], t["rule"]) for t in turn_starts(rt)]
+        (record,) = records(rt)
+    assert started == [(2, "atSelf")]
+    assert record["trigger"] is True
 
 
 async def test_judge_records_wait_for_a_running_turn_to_end(
