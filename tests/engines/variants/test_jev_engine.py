@@ -10,12 +10,15 @@ from typing import Any
 import anyio
 import pytest
 
+from ishiki_host.config.models import ModelsConfig, ModelSpec
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.model import ModelRequest, ModelResult, Usage
 from ishiki_host.engines.wakeup._inbound import channel_key
 from ishiki_host.engines.wakeup.jev import JevWakeup, JevWakeupEngine
 from ishiki_host.errors import ConfigError, ModelUnavailable
+from ishiki_host.gateway import Gateway
 from ishiki_host.plugins.runtime_api import WakeupEngineInstance
+from ishiki_host.testing import FakeOpenAIServer
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.models import FunctionModel, reply, tool_call
 
@@ -332,3 +335,27 @@ async def test_judges_wait_for_the_engine_task(tmp_path: Path, inbound: Any, clo
         dispose()
         assert [t["rule"] for t in turn_starts(rt)] == ["judge"]
         assert [r["entry"] for r in records(rt)] == [1]
+
+
+async def test_the_judge_and_the_turn_go_over_http(
+    tmp_path: Path, inbound: Any, wakeup_runtime: Any, fake_openai: FakeOpenAIServer, model_apis: Any
+) -> None:
+    clock = FakeClock()
+    specs = [ModelSpec("chat", context_window=8000), ModelSpec("judge", context_window=8000)]
+    config = ModelsConfig(providers={"fake": fake_openai.provider("fake", specs)})
+    fake_openai.reply(ADDRESSED)
+    fake_openai.reply("Tea, of course.")
+    async with Gateway(config, model_apis, clock=clock) as gateway:
+        harness = {"clock": clock, "models": {"fake:judge": gateway.model("fake:judge")}}
+        make = jev({"model": "fake:judge"})
+        async with wakeup_runtime(tmp_path, gateway.model("fake:chat"), make, **harness) as (rt, engine):
+            await rt.agent.send(inbound("what should the bot drink?", message_id="1"))
+            await settle(rt, engine)
+            starts = turn_starts(rt)
+            (record,) = records(rt)
+    judged, answered = (r.json for r in fake_openai.requests)
+    assert (judged["model"], judged["temperature"], judged["max_tokens"]) == ("judge", 0.0, 64)
+    assert "Ana: what should the bot drink?" in judged["messages"][1]["content"]
+    assert answered["model"] == "chat"
+    assert (record["model"], record["score"]) == ("fake:judge", 0.9487)
+    assert [t["rule"] for t in starts] == ["judge"]
