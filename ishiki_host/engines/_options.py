@@ -3,6 +3,7 @@
 An engine declares its config as a JSON Schema whose properties carry ``default`` and ``description``.
 ``resolve_options`` validates a config against it and fills in the defaults; ``options_table`` renders the
 schema as the Markdown table the docs embed (``ishiki_host.engines.docs`` keeps the docs in step).
+``model_option`` checks an option naming another model of ``models.yaml`` when the engine is created.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import jsonschema
 
 from ishiki_host.errors import ConfigError
 
-__all__ = ["options_table", "resolve_options", "schema_defaults"]
+__all__ = ["model_option", "options_table", "resolve_options", "schema_defaults"]
 
 
 def schema_defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -39,6 +40,22 @@ def resolve_options(schema: Mapping[str, Any], config: Mapping[str, Any] | None,
         keys = [str(part) for part in error.absolute_path]
         raise ConfigError(_message(schema, config, error), path=".".join(p for p in (where, *keys) if p))
     return {**schema_defaults(schema), **config}
+
+
+def model_option(ctx: Any, ref: object, *, path: str) -> str | None:
+    """A model reference option (``None`` when unset), checked now so a typo is a ``ConfigError`` at start.
+
+    ``ctx`` is the ``RuntimeContext``; ``path`` names the option (``wakeup.jev.model``) in the error.
+    """
+    if not isinstance(ref, str):
+        return None
+    try:
+        ctx.models(ref)
+    except Exception as exc:
+        detail = exc.message if isinstance(exc, ConfigError) else str(exc).strip("'\"")
+        message = f'no model "{ref}" in models.yaml (a group or provider:modelId): {detail}'
+        raise ConfigError(message, file=str(ctx.profile.file), path=path) from None
+    return ref
 
 
 def _message(schema: Mapping[str, Any], config: Mapping[str, Any], error: jsonschema.ValidationError) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from ishiki_host.engines._options import options_table
 from ishiki_host.engines.context.standard import StandardContextEngine
 from ishiki_host.engines.toolcall.native import NativeToolcallEngine
+from ishiki_host.engines.toolcall.text import TEXT_TOOLCALL_CONFIG_SCHEMA
 from ishiki_host.engines.wakeup.jev_model import JEV_CONFIG_SCHEMA
 from ishiki_host.engines.wakeup.standard import StandardWakeupEngine
 from ishiki_host.engines.wakeup.willingness_model import WILLINGNESS_CONFIG_SCHEMA
@@ -29,6 +30,8 @@ END = "<!-- end of options -->"
 PAGES: Mapping[str, Mapping[str, Any]] = {
     "willingness.md": WILLINGNESS_CONFIG_SCHEMA,
     "jev.md": JEV_CONFIG_SCHEMA,
+    "toolcall-json.md": TEXT_TOOLCALL_CONFIG_SCHEMA,
+    "toolcall-xml.md": TEXT_TOOLCALL_CONFIG_SCHEMA,
     "standard.md#wakeup": StandardWakeupEngine.config_schema,
     "standard.md#context": StandardContextEngine.config_schema,
     "standard.md#toolcall": NativeToolcallEngine.config_schema,

@@ -19,7 +19,7 @@ from ishiki_host.core.hooks import AgentHooks
 from ishiki_host.core.messages import Message
 from ishiki_host.core.tokens import Estimator, estimate_messages_tokens, estimate_tokens
 from ishiki_host.core.window import project_entries
-from ishiki_host.engines._options import resolve_options
+from ishiki_host.engines._options import model_option, resolve_options
 from ishiki_host.engines.context._compactor import Compactor
 from ishiki_host.engines.context._render import Renderer
 from ishiki_host.engines.context._window import WindowParams, select_window
@@ -119,7 +119,7 @@ class StandardContext(AgentHooks):
             self.renderer,
             self.cost,
             summarize=bool(options["summarize"]),
-            model_ref=_summary_model(options.get("summaryModel"), ctx),
+            model_ref=model_option(ctx, options.get("summaryModel"), path=f"{_WHERE}.summaryModel"),
             max_tokens=int(options["summaryMaxTokens"]),
             timeout=float(options["summaryTimeoutSeconds"]),
         )
@@ -195,19 +195,6 @@ class CostCache:
                 self._known.clear()
             known = self._known[entry.id] = self._cost(entry)
         return known
-
-
-def _summary_model(ref: object, ctx: RuntimeContext) -> str | None:
-    """The summary model's reference, checked now so a typo is a ``ConfigError`` at start, not a failing summary."""
-    if not isinstance(ref, str):
-        return None
-    try:
-        ctx.models(ref)
-    except Exception as exc:
-        detail = exc.message if isinstance(exc, ConfigError) else str(exc).strip("'\"")
-        message = f'no model "{ref}" in models.yaml (a group or provider:modelId): {detail}'
-        raise ConfigError(message, file=str(ctx.profile.file), path=f"{_WHERE}.summaryModel") from None
-    return ref
 
 
 def _timezone(name: object, ctx: RuntimeContext) -> tzinfo:

@@ -3,20 +3,33 @@
 ``ParsedAnswer`` is the result of parsing one answer: the text meant as prose, the tool calls, notes for the
 model (things it should know about how its answer was read) and whether the answer followed the protocol.
 ``CallBuilder`` turns the decoded ``(name, arguments)`` pairs into ``ToolCall``s with deterministic ids
-(``<prefix>_<step>_<index>``), dropping calls to functions the catalogue does not have.
+(``<prefix>_<step>_<index>``), dropping calls to functions the catalogue does not have. ``render_history_with``
+and ``render_request_with`` are the rendering both protocols share: each supplies how calls and results look.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.messages import Message, ToolCall
 
-__all__ = ["CallBuilder", "ParsedAnswer", "fence_for", "result_text", "with_system_section"]
+if TYPE_CHECKING:
+    from ishiki_host.core.model import ModelRequest
+
+__all__ = [
+    "CallBuilder",
+    "ParsedAnswer",
+    "call_arguments",
+    "fence_for",
+    "render_history_with",
+    "render_request_with",
+    "result_text",
+    "with_system_section",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,3 +162,58 @@ def with_system_section(messages: tuple[Message, ...], section: str) -> tuple[Me
         head = messages[0].text.rstrip()
         return (Message.system(f"{head}\n\n{section}" if head else section), *messages[1:])
     return (Message.system(section), *messages)
+
+
+def call_arguments(call: ToolCall) -> Any:
+    """A call's arguments as the model wrote them: the raw text when they could not be read, else the object."""
+    if call.parse_error is not None and call.raw_arguments is not None:
+        return call.raw_arguments
+    return dict(call.arguments)
+
+
+def render_history_with(
+    messages: Sequence[Message],
+    *,
+    calls: Callable[[Sequence[ToolCall]], str],
+    results: Callable[[Sequence[Message]], str],
+    joint: str,
+) -> tuple[Message, ...]:
+    """Messages as a model without native tools sees them, in a protocol's own words.
+
+    An assistant message's tool calls become ``calls(...)`` text after its own text (joined by ``joint``);
+    consecutive tool results become one user message of ``results(...)``, carrying their images. Other messages,
+    among them assistant messages without calls (an end-of-turn answer, or one that could not be read and which
+    the model must see as it wrote it), are unchanged.
+    """
+    out: list[Message] = []
+    pending: list[Message] = []
+
+    def flush() -> None:
+        if pending:
+            images = [image for message in pending for image in message.images]
+            out.append(Message.user(results(pending), images))
+            pending.clear()
+
+    for message in messages:
+        if message.role == "tool":
+            pending.append(message)
+            continue
+        flush()
+        if message.role == "assistant" and message.tool_calls:
+            block, text = calls(message.tool_calls), message.text.strip()
+            out.append(Message.assistant(f"{text}{joint}{block}" if text else block))
+        else:
+            out.append(message)
+    flush()
+    return tuple(out)
+
+
+def render_request_with(
+    request: ModelRequest,
+    catalogue: Callable[..., str],
+    history: Callable[[Sequence[Message]], tuple[Message, ...]],
+) -> ModelRequest:
+    """``request`` for a model without native tools: history rendered, the catalogue in the system prompt."""
+    section = catalogue(request.tools, tool_choice=request.tool_choice)
+    messages = with_system_section(history(request.messages), section)
+    return replace(request, messages=messages, tools=(), tool_choice="auto")

@@ -28,11 +28,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.messages import Message, ToolCall
-from ishiki_host.engines.toolcall._answer import CallBuilder, ParsedAnswer, fence_for, with_system_section
+from ishiki_host.engines.toolcall._answer import (
+    CallBuilder,
+    ParsedAnswer,
+    call_arguments,
+    fence_for,
+    render_history_with,
+    render_request_with,
+)
 from ishiki_host.engines.toolcall._catalogue import describe_tools
 from ishiki_host.engines.toolcall._json_candidates import Candidate, find_candidates
 from ishiki_host.engines.toolcall._jsonscan import JsonRepairError, loads_lenient
@@ -81,16 +88,10 @@ def render_catalogue(tools: Sequence[ToolSpec], *, tool_choice: ToolChoice = "au
 
 def render_actions(calls: Sequence[ToolCall], thoughts: Any = None) -> str:
     """Calls as the fenced action block the model is asked to write (the inverse of ``parse_answer``)."""
-    actions = [{"function": call.name, "params": _params_of(call)} for call in calls]
+    actions = [{"function": call.name, "params": call_arguments(call)} for call in calls]
     block: dict[str, Any] = {} if thoughts is None else {"thoughts": thoughts}
     block["actions"] = actions
     return f"```json\n{json.dumps(block, ensure_ascii=False)}\n```"
-
-
-def _params_of(call: ToolCall) -> Any:
-    if call.parse_error is not None and call.raw_arguments is not None:
-        return call.raw_arguments
-    return dict(call.arguments)
 
 
 def render_observations(results: Sequence[Message]) -> str:
@@ -109,34 +110,12 @@ def render_history(messages: Sequence[Message]) -> tuple[Message, ...]:
     Assistant messages without tool calls stay as they are (an end-of-turn answer, or an answer that could not
     be read, which the model must see as it wrote it). Consecutive tool results become one user message.
     """
-    out: list[Message] = []
-    pending: list[Message] = []
-    for message in messages:
-        if message.role == "tool":
-            pending.append(message)
-            continue
-        _flush_observations(out, pending)
-        if message.role == "assistant" and message.tool_calls:
-            block = render_actions(message.tool_calls)
-            out.append(Message.assistant(f"{message.text.strip()}\n\n{block}" if message.text.strip() else block))
-        else:
-            out.append(message)
-    _flush_observations(out, pending)
-    return tuple(out)
-
-
-def _flush_observations(out: list[Message], pending: list[Message]) -> None:
-    if pending:
-        images = [image for message in pending for image in message.images]
-        out.append(Message.user(render_observations(pending), images))
-        pending.clear()
+    return render_history_with(messages, calls=render_actions, results=render_observations, joint="\n\n")
 
 
 def render_request(request: ModelRequest) -> ModelRequest:
     """``request`` for a model without native tools: history rendered, catalogue in the system prompt."""
-    section = render_catalogue(request.tools, tool_choice=request.tool_choice)
-    messages = with_system_section(render_history(request.messages), section)
-    return replace(request, messages=messages, tools=(), tool_choice="auto")
+    return render_request_with(request, render_catalogue, render_history)
 
 
 @dataclass(slots=True)

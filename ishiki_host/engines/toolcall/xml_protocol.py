@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.messages import Message, ToolCall
-from ishiki_host.engines.toolcall._answer import ParsedAnswer, result_text, with_system_section
+from ishiki_host.engines.toolcall._answer import (
+    ParsedAnswer,
+    call_arguments,
+    render_history_with,
+    render_request_with,
+    result_text,
+)
 from ishiki_host.engines.toolcall._xml_stream import (
     NoteEvent,
     TextEvent,
@@ -85,17 +90,11 @@ def render_catalogue(tools: Sequence[ToolSpec], *, tool_choice: ToolChoice = "au
     return section
 
 
-def _arguments_of(call: ToolCall) -> Any:
-    if call.parse_error is not None and call.raw_arguments is not None:
-        return call.raw_arguments
-    return dict(call.arguments)
-
-
 def render_tool_calls(calls: Sequence[ToolCall]) -> str:
     """Calls as ``<tool_call>`` blocks, one per call (the inverse of ``parse_answer``)."""
     blocks = []
     for call in calls:
-        body = json.dumps({"name": call.name, "arguments": _arguments_of(call)}, ensure_ascii=False)
+        body = json.dumps({"name": call.name, "arguments": call_arguments(call)}, ensure_ascii=False)
         blocks.append(f"<tool_call>\n{body}\n</tool_call>")
     return "\n".join(blocks)
 
@@ -119,35 +118,12 @@ def render_history(messages: Sequence[Message]) -> tuple[Message, ...]:
 
     Consecutive tool results become one user message; other messages are unchanged.
     """
-    out: list[Message] = []
-    pending: list[Message] = []
-    for message in messages:
-        if message.role == "tool":
-            pending.append(message)
-            continue
-        _flush_responses(out, pending)
-        if message.role == "assistant" and message.tool_calls:
-            calls = render_tool_calls(message.tool_calls)
-            text = message.text.strip()
-            out.append(Message.assistant(f"{text}\n{calls}" if text else calls))
-        else:
-            out.append(message)
-    _flush_responses(out, pending)
-    return tuple(out)
-
-
-def _flush_responses(out: list[Message], pending: list[Message]) -> None:
-    if pending:
-        images = [image for message in pending for image in message.images]
-        out.append(Message.user(render_tool_responses(pending), images))
-        pending.clear()
+    return render_history_with(messages, calls=render_tool_calls, results=render_tool_responses, joint="\n")
 
 
 def render_request(request: ModelRequest) -> ModelRequest:
     """``request`` for a model without native tools: history rendered, signatures in the system prompt."""
-    section = render_catalogue(request.tools, tool_choice=request.tool_choice)
-    messages = with_system_section(render_history(request.messages), section)
-    return replace(request, messages=messages, tools=(), tool_choice="auto")
+    return render_request_with(request, render_catalogue, render_history)
 
 
 def parse_answer(

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ishiki_host.engines._options import resolve_options
+from ishiki_host.engines.wakeup._inbound import inbound_source, is_direct, message_text, quotes_self
 from ishiki_host.errors import AgentStopped
 from ishiki_host.plugins.base import WakeupEngine
 
@@ -134,53 +135,18 @@ def wake_rule(
     keywords: KeywordMatcher | None = None,
 ) -> str | None:
     """The first rule that starts a turn for ``entry`` (direct, mention, quote, keyword), or ``None``."""
-    source = _inbound_source(entry)
+    source = inbound_source(entry)
     if source is None:
         return None
-    if direct and _is_direct(source):
+    if direct and is_direct(source):
         return "direct"
     if mention and source.get("mentionsSelf"):
         return "mention"
-    if quote and _quotes_self(source):
+    if quote and quotes_self(source):
         return "quote"
-    if keywords and keywords.search(_text(entry)):
+    if keywords and keywords.search(message_text(entry)):
         return "keyword"
     return None
-
-
-def _inbound_source(entry: Entry) -> Mapping[str, Any] | None:
-    """The shaped event of an inbound platform message; ``None`` for anything else.
-
-    The bot's own messages are never inbound: it speaks through tool calls (assistant and tool entries), and
-    channels drop the platform's echoes of what it sent by message id before they reach the log.
-    """
-    data = entry.data
-    source = data.get("source")
-    if entry.type != "message" or data.get("role") != "user" or data.get("wake") or not isinstance(source, Mapping):
-        return None
-    if source.get("kind", "message.created") != "message.created":
-        return None
-    return source
-
-
-def _is_direct(source: Mapping[str, Any]) -> bool:
-    channel = source.get("channelId")
-    if isinstance(channel, str) and channel.partition(":")[0] in ("private", "group"):
-        return channel.startswith("private:")
-    return bool(source.get("isDirect"))
-
-
-def _quotes_self(source: Mapping[str, Any]) -> bool:
-    quote = source.get("quote")
-    return isinstance(quote, Mapping) and bool(quote.get("fromSelf"))
-
-
-def _text(entry: Entry) -> str:
-    parts = entry.data.get("parts") or ()
-    text = "".join(str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and p.get("type", "text") == "text")
-    source = entry.data.get("source")
-    content = source.get("content") if isinstance(source, Mapping) else None
-    return text or (content if isinstance(content, str) else "")
 
 
 class KeywordMatcher:

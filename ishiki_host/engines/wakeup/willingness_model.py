@@ -18,6 +18,9 @@ Each channel has a score ``s`` in ``[0, maxWillingness]`` and the time it was la
   (no draw is made otherwise, so replays with the same seed see the same draws);
 - **reply cost**: when the bot has answered a channel, ``s ← max(0, s − replyCost)`` for that channel only.
 
+``observe`` adds a message without deciding and ``roll`` decides without adding one: the engine scores a message
+that joined a running turn at once, and rolls for it only if the turn ended without seeing it.
+
 Times are wall-clock seconds (``Clock.now()``), so persisted scores (``to_dict``/``from_dict``) decay across
 a restart as they would have.
 """
@@ -183,6 +186,24 @@ class WillingnessModel:
             score = entry[0] * math.pow(2.0, -elapsed / self._half_life) if elapsed > 0.0 else entry[0]
         score = min(top, score + self.gain(features) * (1.0 - score / top))
         self._store(channel, entry, score, now)
+        return self._roll(score, rng)
+
+    def observe(self, channel: str, features: MessageFeatures, now: float) -> float:
+        """Add a committed message to the channel's score without deciding; returns the new score.
+
+        For a message that joined a running turn: the turn sees it, yet it still warms the channel.
+        """
+        entry = self._channels.get(channel)
+        score = 0.0 if entry is None else self._decayed(entry, now)
+        score = min(self._top, score + self.gain(features) * (1.0 - score / self._top))
+        self._store(channel, entry, score, now)
+        return score
+
+    def roll(self, channel: str, now: float, rng: RandomSource) -> Decision:
+        """Decide on the channel's current score without adding a message (its messages are already scored)."""
+        return self._roll(self.score(channel, now), rng)
+
+    def _roll(self, score: float, rng: RandomSource) -> Decision:
         o = self.options
         chance = (score - o.probability_threshold) * o.probability_amplifier
         if chance <= 0.0:

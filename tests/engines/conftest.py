@@ -1,4 +1,4 @@
-"""Fixtures of the standard engines' tests: inbound platform messages as the runtime logs them."""
+"""Fixtures of the engine tests: inbound platform messages as the runtime logs them."""
 
 from __future__ import annotations
 
