@@ -13,9 +13,10 @@ into the system prompt after ``persona``, then the ``instructions()`` of hook ob
 engine's). An entry of ``hooks`` may be a factory called with the harness, so an engine instance can be made
 from this context (``hooks=[lambda rt: Engine().create(rt, {})]``); a hook object with an async
 ``run(*, task_status)`` method (an engine's background task) is started in the harness's task group, as the
-<<<<<<< HEAD
-runtime starts it, and cancelled when the harness closes. The harness has no channels: ``send_message`` is
-not a kernel tool here (tests that need it pass their own tool).
+runtime starts it, and cancelled when the harness closes. ``toolcall`` (an instance, or a factory called with
+the harness) is assembled as the runtime does it: the agent calls ``toolcall.wrap(model)``, its ``hooks()`` join
+the agent's hooks and its ``instructions()`` the system prompt; ``rt.model`` stays the unwrapped model. The
+harness has no channels: ``send_message`` is not a kernel tool here (tests that need it pass their own tool).
 
 Work given to ``spawn`` runs in the harness's task group; ``await rt.settle()`` waits until it has finished
 (wrap it in a deadline), and leaving the harness cancels what is still running.
@@ -26,12 +27,6 @@ is entered, as the runtime would use them::
     rt = RuntimeHarness(tmp_path, model=model)
     rt.mount_engines(context=MyContext().create(rt, {}), toolcall=MyToolcall().create(rt, {}))
     async with rt: ...
-=======
-runtime starts it, and cancelled when the harness closes. ``toolcall`` (an instance, or a factory called with
-the harness) is assembled as the runtime does it: the agent calls ``toolcall.wrap(model)``, its ``hooks()`` join
-the agent's hooks and its ``instructions()`` the system prompt; ``rt.model`` stays the unwrapped model. The
-harness has no channels: ``send_message`` is not a kernel tool here (tests that need it pass their own tool).
->>>>>>> p-variants
 """
 
 from __future__ import annotations
@@ -99,13 +94,10 @@ class RuntimeHarness:
         self._clock = clock or FakeClock()
         self._hook_specs = list(hooks)
         self._hooks: list[AgentHooks] = []
-<<<<<<< HEAD
         self._agent_model = model
         self._engines: list[ContextEngineInstance | ToolcallEngineInstance] = []
-=======
         self._toolcall_spec = toolcall
         self._toolcall: ToolcallEngineInstance | None = None
->>>>>>> p-variants
         self._extra_tools = list(extra_tools)
         self._models = dict(models or {})
         self._services = dict(services or {})
@@ -268,20 +260,14 @@ class RuntimeHarness:
         self._log = await FactLog.open(self._home / "facts.jsonl", clock=self._clock)
         self._stack.push_async_callback(self._log.close)
         self._resources = create_runtime_resources(self._home, clock=self._clock).center
-<<<<<<< HEAD
         self._hooks[len(self._hooks) :] = [
             spec if isinstance(spec, AgentHooks) else spec(self) for spec in self._hook_specs
         ]
+        self._agent_model = self._assemble_toolcall()
         self._agent = Agent(
             self._log, self._agent_model, self._setup, hooks=self._hooks, bus=self._bus, clock=self._clock
         )
         self._tg = tg = await self._stack.enter_async_context(anyio.create_task_group())
-=======
-        self._hooks = [spec if isinstance(spec, AgentHooks) else spec(self) for spec in self._hook_specs]
-        model = self._assemble_toolcall()
-        self._agent = Agent(self._log, model, self._setup, hooks=self._hooks, bus=self._bus, clock=self._clock)
-        tg = await self._stack.enter_async_context(anyio.create_task_group())
->>>>>>> p-variants
         self._stack.callback(tg.cancel_scope.cancel)  # ends the hooks' background tasks once shut down
         self._stack.push_async_callback(self._shutdown)
         await tg.start(self._agent.run)
@@ -295,8 +281,9 @@ class RuntimeHarness:
         """The model the agent calls: the toolcall engine's wrapper when one is given (its hooks join)."""
         spec = self._toolcall_spec
         if spec is None:
-            return self._model
+            return self._agent_model
         self._toolcall = spec if isinstance(spec, ToolcallEngineInstance) else spec(self)
+        self._engines.append(self._toolcall)
         hooks = self._toolcall.hooks()
         if hooks is not None and hooks not in self._hooks:
             self._hooks.append(hooks)
@@ -353,14 +340,7 @@ class RuntimeHarness:
             tools.extend(batch or ())
         sections = [self._profile.persona]
         sections += [s for s in await call_in_order(self._pm, "ishiki_instructions", self._plugins, runtime=self) if s]
-<<<<<<< HEAD
         for hook in _unique([*self._engines, *self._hooks]):
-=======
-        sources: list[object] = [*self._hooks]
-        if self._toolcall is not None and self._toolcall not in sources:
-            sources.append(self._toolcall)
-        for hook in sources:
->>>>>>> p-variants
             instructions = getattr(hook, "instructions", None)
             if callable(instructions) and inspect.iscoroutinefunction(instructions) and (text := await instructions()):
                 sections.append(text)
