@@ -68,6 +68,12 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill the script and everything it started (its own process group), and reap it."""
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
 def run_script(script: Path, workdir: Path, *, quick: bool, runs: int | None, timeout: float) -> Outcome:
     """Run one script in its own process group (so a timeout also ends what it started) and read its report."""
     report, out, err = (workdir / f"{script.stem}.{suffix}" for suffix in ("json", "out", "err"))
@@ -79,12 +85,12 @@ def run_script(script: Path, workdir: Path, *, quick: bool, runs: int | None, ti
         process = subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True)
         try:
             returncode = process.wait(timeout=timeout)
-        except BaseException:  # a timeout or Ctrl-C: end the script's whole group, then report or re-raise
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            if not isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
-                raise
+        except subprocess.TimeoutExpired:
+            _end_group(process)
             return Outcome(script.stem, "timeout", time.perf_counter() - start, None, error=_tail(err))
+        except BaseException:  # Ctrl-C: leave nothing running behind
+            _end_group(process)
+            raise
     seconds = time.perf_counter() - start
     if returncode != 0:
         return Outcome(script.stem, "failed", seconds, returncode, error=_tail(err) or _tail(out))
@@ -171,8 +177,10 @@ def compare(previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
             reading = "better" if (value < old) == (figure.direction == "lower") else "worse"
         change = f"{(value / old - 1) * 100:+.1f}%" if old else ""
         rows.append([key[0], key[1], key[2] or "", _show(figure, old), _show(figure, value), change, reading])
-    lines = [aligned(("script", "figure", "baseline", "before", "now", "change", ""), rows, {3, 4, 5})]
-    new, gone = len(now.keys() - before.keys()), len(before.keys() - now.keys())
+    lines = [aligned(("script", "figure", "baseline", "before", "now", "change", "reading"), rows, {3, 4, 5})]
+    scripts = {script for script, _, _ in now}  # with --only, the scripts not run are not "gone"
+    new = len(now.keys() - before.keys())
+    gone = len([key for key in before.keys() - now.keys() if key[0] in scripts])
     if new or gone:
         lines.append(f"{new} figure(s) only in this run, {gone} only in the previous one")
     return "\n".join(lines)

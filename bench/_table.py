@@ -67,7 +67,7 @@ def _row(script: str, figure: Figure) -> list[str]:
     base = figure.baseline_median
     baseline = "" if base is None else f"{figure.baseline}: {quantity(base, figure.unit)}"
     ratio = "" if figure.ratio is None else f"{number(figure.ratio)}x"
-    ratio_spread = "" if figure.ratio_spread is None else _span(*figure.ratio_spread)
+    ratio_spread = "" if figure.ratio_spread is None or len(figure.samples) == 1 else _span(*figure.ratio_spread)
     verdict = {None: "", True: "ok", False: "MISSED"}[figure.met]
     if figure.met is None and figure.target is not None:
         verdict = "(info)"

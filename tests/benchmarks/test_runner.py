@@ -138,7 +138,9 @@ def test_compare_reads_better_and_worse_by_direction(runner: ModuleType, report:
         ]
         return {"scripts": {"x": {"status": "ok", "report": {"figures": figures}}}}
 
-    table = runner.compare(results([2.0, 2.1, 1.9]), results([3.0, 3.1, 2.9])).splitlines()
+    before = results([2.0, 2.1, 1.9])
+    before["scripts"]["not_run_now"] = before["scripts"]["x"]
+    table = runner.compare(before, results([3.0, 3.1, 2.9])).splitlines()
     assert [line.split()[-1] for line in table[2:]] == ["worse", "better"]
     assert "+50.0%" in table[2]
 
