@@ -31,8 +31,9 @@ pytest: setup
 
 test: lint typecheck pytest
 
+# make bench [QUICK=1] [ONLY="factlog codemode"] [COMPARE=bench/results/<earlier>.json]; see docs/benchmarks.md.
 bench: setup
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(if $(QUICK),--quick) $(if $(ONLY),--only $(ONLY)) $(if $(COMPARE),--compare $(COMPARE))
 
 docs: setup
 	$(BIN)/python -m ishiki_host.config.reference docs/reference

@@ -1,22 +1,22 @@
 """How ``ishiki check`` scales with the number of profiles.
 
 Times the real ``ishiki check DIR --json`` command on generated config dirs of 1, 50 and 500 profiles (each
-claiming its own channel of one account, with engine options, trust and session settings) and prints the
-median of several runs and the ratio to one profile. Target: 500 profiles cost under 3x one profile, i.e.
-start-up dominates and the per-profile cost is small.
+claiming its own channel of one account, with engine options, trust and session settings), the sizes
+interleaved in every run, and reports each size against one profile. Target: 500 profiles cost under 3x one
+profile, i.e. start-up dominates and the per-profile cost is small.
 
-    .venv/bin/python bench/check_scale.py [--quick]
+    .venv/bin/python bench/check_scale.py [--quick] [--runs N] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _report import Bench, run
 
 SIZES = (1, 50, 500)
 TARGET = 3.0
@@ -76,11 +76,9 @@ def time_check(ishiki: Path, root: Path) -> float:
     return elapsed
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs")
-    args = parser.parse_args()
-    runs = 3 if args.quick else 7
+def measure(bench: Bench) -> None:
+    """Time every size in each run, then report sizes against one profile (runs paired)."""
+    runs = bench.runs(quick=3, full=7)
     ishiki = Path(sys.executable).parent / "ishiki"
     with tempfile.TemporaryDirectory() as tmp:
         roots = {size: make_config(Path(tmp) / f"c{size}", size) for size in SIZES}
@@ -90,17 +88,19 @@ def main() -> int:
         for _ in range(runs):
             for size, root in roots.items():  # interleaved, so drift hits every size alike
                 samples[size].append(time_check(ishiki, root))
-    medians = {size: statistics.median(values) for size, values in samples.items()}
-    base = medians[SIZES[0]]
-    print(f"ishiki check, median of {runs} runs")
-    for size in SIZES:
-        spread = max(samples[size]) - min(samples[size])
-        line = f"  {size:4d} profiles: {medians[size] * 1000:7.1f} ms (spread {spread * 1000:5.1f} ms)"
-        print(f"{line}  ratio {medians[size] / base:.2f}")
-    per_profile = (medians[SIZES[-1]] - base) / (SIZES[-1] - SIZES[0]) * 1000
-    ratio = medians[SIZES[-1]] / base
-    print(f"  per profile: {per_profile:.2f} ms; 500/1 ratio {ratio:.2f} (target < {TARGET})")
-    return 0 if ratio < TARGET else 1
+    one = samples[SIZES[0]]
+    bench.add("ishiki check, 1 profile", "s", one)
+    for size in SIZES[1:]:
+        target = f"< {TARGET:g}" if size == SIZES[-1] else None
+        bench.add(f"ishiki check, {size} profiles", "s", samples[size], baseline="1 profile", baseline_samples=one,
+                  paired=True, target=target)  # fmt: skip
+    per_profile = [(big - small) / (SIZES[-1] - SIZES[0]) for big, small in zip(samples[SIZES[-1]], one, strict=True)]
+    bench.add("cost per extra profile", "s", per_profile, notes=f"({SIZES[-1]} profiles - 1 profile) / {SIZES[-1] - 1}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":

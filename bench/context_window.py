@@ -1,6 +1,6 @@
 """Context-window benchmark: select + project a step's window from a small vs a huge fact log.
 
-    .venv/bin/python bench/context_window.py [--quick] [--dir DIR]
+    .venv/bin/python bench/context_window.py [--quick] [--runs N] [--json PATH] [--dir DIR]
 
 Both logs hold the same kind of conversation (group chatter, exchanges with a send_message call and its
 result) and end the same way: an inbound message and the running turn's start. The standard context engine
@@ -8,8 +8,8 @@ selects the window (whole exchanges inside the budget of a 8,000-token context w
 more than the log's 256-entry read cache) and projects it into messages, as at every step of a turn. Two
 cases: no compaction yet (reading stops once the budget is full, plus the engine's bounded look for a summary),
 and after a compaction (reading stops at the compact entry's ``upto``); each for a new engine instance (every
-entry rendered and counted) and at later steps (token counts cached per entry). Prints medians and the ratio
-huge / small, which should stay near 1: the cost follows the window, not the log.
+entry rendered and counted) and at later steps (token counts cached per entry). Each is reported for the huge
+log against the 1,000-entry one; the ratio should stay near 1: the cost follows the window, not the log.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import anyio
+from _report import Bench, run
 
 from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.turns import Step, Turn, TurnSetup
@@ -110,8 +110,8 @@ def engine() -> StandardContext:
     return StandardContextEngine().create(ctx, {})
 
 
-async def window_seconds(path: Path, turn: int, runs: int) -> tuple[float, float, int, int]:
-    """Median seconds of select + project for a new engine (cold) and at later steps (warm); window size; parsed."""
+async def window_seconds(path: Path, turn: int, runs: int) -> tuple[list[float], list[float], int, int]:
+    """Seconds of select + project per run for a new engine (cold) and at later steps (warm); window; parsed."""
     step = Step(Turn(turn, "interactive", setup=TurnSetup(system=PERSONA)), 1, [])
     cold, warm = [], []
     async with await FactLog.open(path, fsync="never") as log:
@@ -126,13 +126,23 @@ async def window_seconds(path: Path, turn: int, runs: int) -> tuple[float, float
         await instance.select_entries(log, step)
         parsed = log.stats.lines_parsed - before
     assert messages, "the window is empty"
-    return statistics.median(cold), statistics.median(warm), len(entries), parsed
+    return cold, warm, len(entries), parsed
 
 
-async def main(quick: bool, directory: Path) -> None:
-    runs = 7 if quick else 21
-    big = 100_000 if quick else 1_000_000
-    print(f"context-window benchmark in {directory} ({'quick' if quick else 'full'}; medians of {runs} runs)")
+async def measure(bench: Bench) -> None:
+    """Write the logs in ``--dir`` (or a temporary directory) and report both cases."""
+    if bench.args.dir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            await measure_in(bench, Path(tmp))
+    else:
+        bench.args.dir.mkdir(parents=True, exist_ok=True)
+        await measure_in(bench, bench.args.dir)
+
+
+async def measure_in(bench: Bench, directory: Path) -> None:
+    """Both cases, each for a new engine and at later steps, huge log against the 1,000-entry one."""
+    runs = bench.runs(quick=7, full=21)
+    big = 100_000 if bench.quick else 1_000_000
     for label, compact_at in (("no compaction yet", None), ("after a compaction", 100)):
         results = []
         for size in (1_000, big):
@@ -140,25 +150,23 @@ async def main(quick: bool, directory: Path) -> None:
             turn = write_log(path, size, compact_at=compact_at)
             results.append(await window_seconds(path, turn, runs))
         (small_cold, small_warm, small_n, small_read), (big_cold, big_warm, big_n, big_read) = results
-        print(f"{label}: window of {small_n} / {big_n} entries, {small_read} / {big_read} lines parsed per step")
-        print(
-            f"  new engine: 1,000 entries {small_cold * 1e3:.2f} ms; {big:,} entries {big_cold * 1e3:.2f} ms; "
-            f"ratio {big_cold / small_cold:.2f}"
-        )
-        print(
-            f"  next steps: 1,000 entries {small_warm * 1e3:.2f} ms; {big:,} entries {big_warm * 1e3:.2f} ms; "
-            f"ratio {big_warm / small_warm:.2f} (target ~1)"
-        )
+        bench.note(f"{label}: window of {small_n} / {big_n} entries, {small_read} / {big_read} lines parsed per step")
+        baseline = "1,000-entry log"
+        bench.add(f"{label}, new engine, {big:,}-entry log", "s", big_cold, baseline=baseline,
+                  baseline_samples=small_cold, target="~1")  # fmt: skip
+        bench.add(f"{label}, next steps, {big:,}-entry log", "s", big_warm, baseline=baseline,
+                  baseline_samples=small_warm, target="~1")  # fmt: skip
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """This script's own option."""
+    parser.add_argument("--dir", type=Path, help="where to write the logs (default: a temporary directory)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring); ``--quick`` uses a 100,000-entry log, not 1,000,000."""
+    return run(measure, __doc__, argv, arguments=arguments)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a 100,000-entry log instead of 1,000,000; fewer runs")
-    parser.add_argument("--dir", type=Path, help="where to write the logs (default: a temporary directory)")
-    args = parser.parse_args()
-    if args.dir:
-        args.dir.mkdir(parents=True, exist_ok=True)
-        anyio.run(main, args.quick, args.dir)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            anyio.run(main, args.quick, Path(tmp))
+    sys.exit(main())

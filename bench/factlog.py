@@ -1,12 +1,12 @@
 """Fact-log benchmark: append rate per fsync policy, and tail reads on a small vs a huge log.
 
-    .venv/bin/python bench/factlog.py [--quick] [--dir DIR]
+    .venv/bin/python bench/factlog.py [--quick] [--runs N] [--json PATH] [--dir DIR]
 
-Prints medians of several runs and the ratios the issue asks for:
-- appends/s with fsync ``never`` vs ``turn`` (inside a turn: a sync per 4-entry step batch; outside a turn:
-  every append fsynced, as inbound messages are);
-- time to read the last 100 entries of a 1,000-entry vs a 1,000,000-entry log (target ratio <= 2), both
-  straight from disk (cache off) and through ``open`` + ``tail``.
+Reports the figures the issue asks for:
+- appends/s with fsync ``turn`` against fsync ``never`` (inside a turn: a sync per 4-entry step batch; outside
+  a turn: every append fsynced, as inbound messages are); each run appends to a new log;
+- time to read the last 100 entries of a 1,000,000-entry log against a 1,000-entry one (target ratio <= 2),
+  both straight from disk (cache off) and through ``open`` + ``tail`` (10 times as many runs: they are short).
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
+import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import anyio
+from _report import Bench, run, time_calls_async
 
 from ishiki_host.core.factlog import FactLog, FsyncPolicy
 
@@ -31,17 +29,8 @@ MESSAGE = {
 }
 
 
-async def median_seconds(runs: int, once: Callable[[], Awaitable[None]]) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        await once()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-async def append_rate(directory: Path, policy: FsyncPolicy, count: int, *, in_turn: bool, runs: int) -> float:
-    """Appends per second (median of ``runs``)."""
+async def append_rate(directory: Path, policy: FsyncPolicy, count: int, *, in_turn: bool, runs: int) -> list[float]:
+    """Appends per second in each of ``runs`` runs."""
     counter = iter(range(10_000))
 
     async def once() -> None:
@@ -52,7 +41,7 @@ async def append_rate(directory: Path, policy: FsyncPolicy, count: int, *, in_tu
                 if in_turn and index % 4 == 3:
                     await log.sync()
 
-    return count / await median_seconds(runs, once)
+    return [count / seconds for seconds in await time_calls_async(once, runs)]
 
 
 def write_log(path: Path, entries: int) -> None:
@@ -70,58 +59,69 @@ def write_log(path: Path, entries: int) -> None:
         os.fsync(out.fileno())  # so no writeback of the new file runs while we measure
 
 
-async def tail_times(path: Path, runs: int) -> tuple[float, float]:
-    """(tail(100) from disk with the cache off, open + tail(100) with the default cache), median seconds."""
+async def tail_times(path: Path, runs: int) -> tuple[list[float], list[float]]:
+    """Seconds per run of tail(100) from disk with the cache off, and of open + tail(100) with the default cache."""
     async with await FactLog.open(path, cache_size=0) as log:
 
         async def tail_only() -> None:
             assert len(log.tail(100)) == 100
 
-        disk = await median_seconds(runs, tail_only)
+        disk = await time_calls_async(tail_only, runs)
 
     async def open_and_tail() -> None:
         async with await FactLog.open(path) as log:
             assert len(log.tail(100)) == 100
 
-    return disk, await median_seconds(runs, open_and_tail)
+    return disk, await time_calls_async(open_and_tail, runs)
 
 
-async def main(quick: bool, directory: Path) -> None:
-    runs = 3 if quick else 5
-    count = 2_000 if quick else 20_000
-    synced = 200 if quick else 2_000
-    print(f"fact-log benchmark in {directory} ({'quick' if quick else 'full'}; medians of {runs} runs)")
+async def measure(bench: Bench) -> None:
+    """Write the logs in ``--dir`` (or a temporary directory) and report."""
+    if bench.args.dir is None:
+        with tempfile.TemporaryDirectory(prefix="ishiki-bench-") as tmp:
+            await measure_in(bench, Path(tmp))
+    else:
+        bench.args.dir.mkdir(parents=True, exist_ok=True)
+        await measure_in(bench, bench.args.dir)
+
+
+async def measure_in(bench: Bench, directory: Path) -> None:
+    """Append rates per policy, then tail reads on a small and a big log."""
+    runs = bench.runs(quick=3, full=5)
+    count = 2_000 if bench.quick else 20_000
+    synced = 200 if bench.quick else 2_000
     never = await append_rate(directory, "never", count, in_turn=False, runs=runs)
     turn_inside = await append_rate(directory, "turn", count, in_turn=True, runs=runs)
     turn_outside = await append_rate(directory, "turn", synced, in_turn=False, runs=runs)
-    print(f"appends/s  fsync never: {never:,.0f}")
-    print(f"appends/s  fsync turn, inside a turn (sync per 4-entry batch): {turn_inside:,.0f}")
-    print(f"appends/s  fsync turn, outside a turn (every append synced): {turn_outside:,.0f}")
-    print(f"ratio never / turn-inside: {never / turn_inside:.1f}x   never / turn-outside: {never / turn_outside:.1f}x")
+    rate = {"direction": "higher", "baseline": "fsync never", "baseline_samples": never}
+    bench.add("appends, fsync never", "appends/s", never, direction="higher", notes=f"{count:,} appends a run")
+    bench.add("appends, fsync turn, inside a turn", "appends/s", turn_inside, **rate,
+              notes="a sync per 4-entry step batch")  # fmt: skip
+    bench.add("appends, fsync turn, outside a turn", "appends/s", turn_outside, **rate,
+              notes=f"every append synced, as inbound messages are; {synced:,} appends a run")  # fmt: skip
 
-    big_count = 100_000 if quick else 1_000_000
+    big_count = 100_000 if bench.quick else 1_000_000
     small, big = directory / "small.jsonl", directory / "big.jsonl"
     write_log(small, 1_000)
     write_log(big, big_count)
     small_disk, small_open = await tail_times(small, runs * 10)
     big_disk, big_open = await tail_times(big, runs * 10)
-    print(
-        f"tail(100) from disk: 1,000 entries {small_disk * 1e6:,.0f} us; {big_count:,} entries {big_disk * 1e6:,.0f} us"
-    )
-    print(
-        f"open + tail(100):    1,000 entries {small_open * 1e6:,.0f} us; {big_count:,} entries {big_open * 1e6:,.0f} us"
-    )
-    print(f"ratio big / small: tail {big_disk / small_disk:.2f} (target <= 2), open + tail {big_open / small_open:.2f}")
+    baseline = "1,000-entry log"
+    bench.add(f"tail(100) from disk, {big_count:,}-entry log", "s", big_disk, baseline=baseline,
+              baseline_samples=small_disk, target="<= 2")  # fmt: skip
+    bench.add(f"open + tail(100), {big_count:,}-entry log", "s", big_open, baseline=baseline,
+              baseline_samples=small_open)  # fmt: skip
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """This script's own option."""
+    parser.add_argument("--dir", type=Path, help="where to write the logs (default: a temporary directory)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring); ``--quick`` uses fewer entries and runs."""
+    return run(measure, __doc__, argv, arguments=arguments)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer entries and runs")
-    parser.add_argument("--dir", type=Path, help="where to write the logs (default: a temporary directory)")
-    args = parser.parse_args()
-    if args.dir:
-        args.dir.mkdir(parents=True, exist_ok=True)
-        anyio.run(main, args.quick, args.dir)
-    else:
-        with tempfile.TemporaryDirectory(prefix="ishiki-bench-") as tmp:
-            anyio.run(main, args.quick, Path(tmp))
+    sys.exit(main())

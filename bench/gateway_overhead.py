@@ -3,9 +3,10 @@
 Both sides call the same loopback ``FakeOpenAIServer`` (pre-rendered answer, run in its own process so it does
 not compete for the GIL) with the same request body and parse the JSON answer; the gateway side adds request
 encoding, scheduling, breakers, failover bookkeeping, result assembly and the call record.
-Prints each run's p50s and the median ratio (target <= 1.25).
+Each run measures both sides (the order alternating between runs) and records each side's p50; the figure is
+the gateway's p50 against raw httpx's, runs paired (target <= 1.25).
 
-    .venv/bin/python bench/gateway_overhead.py [--quick] [--calls N] [--runs N]
+    .venv/bin/python bench/gateway_overhead.py [--quick] [--runs N] [--json PATH] [--calls N]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 
 import anyio
 import httpx
+from _report import Bench, run
 
 from ishiki_host.config.models import ModelsConfig, ModelSpec, ProviderConfig
 from ishiki_host.core.messages import Message
@@ -65,29 +67,26 @@ async def gateway_latencies(base_url: str, calls: int) -> list[float]:
     return latencies
 
 
-async def measure(server: str, calls: int, runs: int) -> float:
-    """The median over ``runs`` of the gateway-to-raw p50 ratio."""
+async def measure_against(bench: Bench, server: str) -> None:
+    """Warm both paths, then ``runs`` runs of ``calls`` calls on each side."""
+    calls = bench.args.calls or (300 if bench.quick else 2000)
+    runs = bench.runs(quick=3, full=5)
     await raw_latencies(server, 50)  # warm up both paths
     await gateway_latencies(server, 50)
-    ratios = []
-    for run in range(runs):
+    raw, gateway = [], []
+    for run_no in range(runs):
         # alternate the order so drift (thermal, caches) does not favour one side
-        if run % 2:
-            gateway_p50 = statistics.median(await gateway_latencies(server, calls))
-            raw_p50 = statistics.median(await raw_latencies(server, calls))
+        if run_no % 2:
+            gateway.append(statistics.median(await gateway_latencies(server, calls)))
+            raw.append(statistics.median(await raw_latencies(server, calls)))
         else:
-            raw_p50 = statistics.median(await raw_latencies(server, calls))
-            gateway_p50 = statistics.median(await gateway_latencies(server, calls))
-        ratios.append(gateway_p50 / raw_p50)
-        print(f"run {run + 1}: raw p50 {raw_p50 * 1e6:7.1f} us  gateway p50 {gateway_p50 * 1e6:7.1f} us", end="")
-        print(f"  ratio {ratios[-1]:.3f}")
-    ratio = statistics.median(ratios)
-    verdict = "ok" if ratio <= 1.25 else "ABOVE TARGET"
-    print(f"gateway overhead: p50 ratio {ratio:.3f} (median of {runs} runs of {calls} calls; target <= 1.25) {verdict}")
-    return ratio
+            raw.append(statistics.median(await raw_latencies(server, calls)))
+            gateway.append(statistics.median(await gateway_latencies(server, calls)))
+    bench.add("Gateway.model(ref).generate, p50", "s", gateway, baseline="raw httpx POST, p50", baseline_samples=raw,
+              paired=True, target="<= 1.25", notes=f"p50 of {calls:,} sequential calls a run")  # fmt: skip
 
 
-def main(calls: int, runs: int) -> float:
+def measure(bench: Bench) -> None:
     """Start the fake server in its own process and measure against it."""
     with subprocess.Popen(
         [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -96,16 +95,20 @@ def main(calls: int, runs: int) -> float:
         assert proc.stdin is not None
         server = proc.stdout.readline().strip()
         try:
-            return anyio.run(measure, server, calls, runs)
+            anyio.run(measure_against, bench, server)
         finally:
             proc.stdin.close()
 
 
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """This script's own option."""
+    parser.add_argument("--calls", type=int, metavar="N", help="calls per run (default 2000; 300 with --quick)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv, arguments=arguments)
+
+
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="300 calls x 3 runs")
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
-    calls, runs = (300, 3) if args.quick else (args.calls, args.runs)
-    main(calls, runs)
+    sys.exit(main())

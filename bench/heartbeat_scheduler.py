@@ -1,6 +1,6 @@
 """Heartbeat scheduler overhead with 10,000 beats, as ratios against baselines measured in the same run.
 
-Run: ``.venv/bin/python bench/heartbeat_scheduler.py [--quick]``.
+Run: ``.venv/bin/python bench/heartbeat_scheduler.py [--quick] [--runs N] [--json PATH]``.
 
 - next due: ``store.heartbeats.next_due()`` (what the scheduler asks before every nap) against a raw
   ``SELECT min(next_run)`` on a plain sqlite3 connection to the same file, against an empty round trip to a
@@ -8,22 +8,24 @@ Run: ``.venv/bin/python bench/heartbeat_scheduler.py [--quick]``.
 - file change: ``sync_from_file`` of a 10,000-entry ``heartbeats.json`` in which two entries changed (one text,
   one schedule) against ``json.loads`` of the same text.
 
-Beats draw from a seeded mix of 60 cron expressions in three zones. Figures are medians of several rounds.
+Beats draw from a seeded mix of 60 cron expressions in three zones. A run of a per-call figure is the median
+of 50 individually timed calls; a run of the file change is one change.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
+from _report import Bench, run
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.heartbeat import sync_from_file
@@ -53,46 +55,57 @@ def _entries(count: int, rng: random.Random) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _median(samples: list[float]) -> float:
-    return statistics.median(samples)
+CALLS_PER_RUN = 50
 
 
-async def _next_due_times(path: Path, entries: list[dict[str, Any]], clock: FakeClock, rounds: int) -> float:
-    """Seed ``entries`` into a fresh store at ``path``; median seconds of ``next_due()``."""
+async def _next_due_times(path: Path, entries: list[dict[str, Any]], clock: FakeClock, rounds: int) -> list[float]:
+    """Seed ``entries`` into a fresh store at ``path``; per round, the median seconds of ``next_due()``."""
     await anyio.Path(path).write_text(json.dumps(entries))
     async with await MemoryStore.open(path.parent / "memory.db", clock=clock) as store:
         await sync_from_file(path, store, "UTC", clock)
+        runs = []
+        for _ in range(rounds):
+            samples = []
+            for _ in range(CALLS_PER_RUN):
+                began = time.perf_counter()
+                await store.heartbeats.next_due()
+                samples.append(time.perf_counter() - began)
+            runs.append(statistics.median(samples))
+    return runs
+
+
+async def _thread_hop_time(rounds: int) -> list[float]:
+    """The floor of any store call: one empty round trip to a worker thread (per round, the median)."""
+    runs = []
+    for _ in range(rounds):
         samples = []
-        for _ in range(rounds * 50):
+        for _ in range(CALLS_PER_RUN):
             began = time.perf_counter()
-            await store.heartbeats.next_due()
+            await anyio.to_thread.run_sync(lambda: None)
             samples.append(time.perf_counter() - began)
-    return _median(samples)
+        runs.append(statistics.median(samples))
+    return runs
 
 
-async def _thread_hop_time(rounds: int) -> float:
-    """The floor of any store call: one empty round trip to a worker thread."""
-    samples = []
-    for _ in range(rounds * 50):
-        began = time.perf_counter()
-        await anyio.to_thread.run_sync(lambda: None)
-        samples.append(time.perf_counter() - began)
-    return _median(samples)
-
-
-def _raw_min_time(db: Path, rounds: int) -> float:
+def _raw_min_time(db: Path, rounds: int) -> list[float]:
+    """A raw ``SELECT min(next_run)`` on a plain sqlite3 connection (per round, the median)."""
     conn = sqlite3.connect(db)
-    samples = []
-    for _ in range(rounds * 50):
-        began = time.perf_counter()
-        conn.execute("SELECT min(next_run) FROM heartbeat WHERE next_run IS NOT NULL").fetchone()
-        samples.append(time.perf_counter() - began)
+    runs = []
+    for _ in range(rounds):
+        samples = []
+        for _ in range(CALLS_PER_RUN):
+            began = time.perf_counter()
+            conn.execute("SELECT min(next_run) FROM heartbeat WHERE next_run IS NOT NULL").fetchone()
+            samples.append(time.perf_counter() - began)
+        runs.append(statistics.median(samples))
     conn.close()
-    return _median(samples)
+    return runs
 
 
-async def _sync_times(path: Path, entries: list[dict[str, Any]], clock: FakeClock, rounds: int) -> tuple[float, float]:
-    """Median seconds of a two-entry change applied by ``sync_from_file``, and of ``json.loads`` of the file."""
+async def _sync_times(
+    path: Path, entries: list[dict[str, Any]], clock: FakeClock, rounds: int
+) -> tuple[list[float], list[float]]:
+    """Seconds per round of a two-entry change applied by ``sync_from_file``, and of ``json.loads`` of the file."""
     sync_samples, load_samples = [], []
     async with await MemoryStore.open(path.parent / "memory.db", clock=clock) as store:
         await anyio.Path(path).write_text(json.dumps(entries))
@@ -110,11 +123,12 @@ async def _sync_times(path: Path, entries: list[dict[str, Any]], clock: FakeCloc
             began = time.perf_counter()
             json.loads(text)
             load_samples.append(time.perf_counter() - began)
-    return _median(sync_samples), _median(load_samples)
+    return sync_samples, load_samples
 
 
-async def main(quick: bool) -> None:
-    rounds = 3 if quick else 7
+async def measure(bench: Bench) -> None:
+    """next_due against its three baselines, and a file change against json.loads."""
+    rounds = bench.runs(quick=3, full=7)
     rng = random.Random(20240601)
     clock = FakeClock(1_717_200_000.0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,14 +141,18 @@ async def main(quick: bool) -> None:
         raw = _raw_min_time(root / "large" / "memory.db", rounds)
         hop = await _thread_hop_time(rounds)
         sync, load = await _sync_times(root / "sync" / "heartbeats.json", _entries(BEATS, rng), clock, rounds)
-    print(f"heartbeat scheduler, {BEATS} beats ({'quick' if quick else 'full'}, medians of {rounds} rounds)")
-    print(f"  next due:    {large * 1e6:8.1f} us   raw SELECT min: {raw * 1e6:7.1f} us   ratio {large / raw:6.1f}")
-    print(f"  next due:    {BEATS} vs {SMALL} beats ratio {large / small:6.2f}")
-    print(f"  next due:    against an empty worker-thread hop ({hop * 1e6:.1f} us) ratio {large / hop:6.1f}")
-    print(f"  file change: {sync * 1e3:8.1f} ms   json.loads:     {load * 1e3:7.1f} ms   ratio {sync / load:6.1f}")
+    next_due = f"next_due(), {BEATS:,} beats"
+    bench.add(next_due, "s", large, baseline="raw SELECT min(next_run)", baseline_samples=raw)
+    bench.add(next_due, "s", large, baseline=f"next_due(), {SMALL} beats", baseline_samples=small)
+    bench.add(next_due, "s", large, baseline="empty worker-thread hop", baseline_samples=hop)
+    bench.add(f"file change: sync_from_file, 2 of {BEATS:,} beats changed", "s", sync,
+              baseline="json.loads of the file", baseline_samples=load, paired=True)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds")
-    anyio.run(main, parser.parse_args().quick)
+    sys.exit(main())

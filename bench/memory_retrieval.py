@@ -1,22 +1,24 @@
 """Memory retrieval time with 100 vs 100,000 rows, against a raw SQLite SELECT by id in the same run.
 
-Run: ``.venv/bin/python bench/memory_retrieval.py [--quick]``. Memories and queries are drawn from one seeded
-Zipf-like vocabulary (as in chat, a few words are everywhere and most are rare); each query is a chat-sized
-message searched the way a turn does (``MemoryStore.memories.search``, owner trust, current session excluded,
-limit 20). Figures are medians of several rounds; the ratios are what to compare between machines.
+Run: ``.venv/bin/python bench/memory_retrieval.py [--quick] [--runs N] [--json PATH]``. Memories and queries
+are drawn from one seeded Zipf-like vocabulary (as in chat, a few words are everywhere and most are rare); each
+query is a chat-sized message searched the way a turn does (``MemoryStore.memories.search``, owner trust,
+current session excluded, limit 20). A run is one pass through every query (or 50 ids), its value the median
+per call; the ratios are what to compare between machines.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
+from _report import Bench, run
 
 from ishiki_host.memory import MemoryDraft, MemoryStore
 
@@ -45,41 +47,48 @@ async def _fill(store: MemoryStore, rows: int, rng: random.Random, vocab: tuple[
         await store.memories.add_many(drafts)
 
 
-async def _search_time(store: MemoryStore, queries: list[str], rounds: int) -> float:
-    """Median seconds per query over ``rounds`` passes through all queries."""
-    samples = []
+async def _search_time(store: MemoryStore, queries: list[str], rounds: int) -> list[float]:
+    """Per pass through all queries (``rounds`` passes), the median seconds per query."""
+    runs = []
     for _ in range(rounds):
+        samples = []
         for query in queries:
             began = time.perf_counter()
             await store.memories.search(PROFILE, query, trust="owner", exclude_session_id=1, limit=20)
             samples.append(time.perf_counter() - began)
-    return statistics.median(samples)
+        runs.append(statistics.median(samples))
+    return runs
 
 
-async def _get_time(store: MemoryStore, ids: list[int], rounds: int) -> float:
-    samples = []
+async def _get_time(store: MemoryStore, ids: list[int], rounds: int) -> list[float]:
+    """Per pass through ``ids``, the median seconds of ``store.memories.get``."""
+    runs = []
     for _ in range(rounds):
+        samples = []
         for memory_id in ids:
             began = time.perf_counter()
             await store.memories.get(memory_id)
             samples.append(time.perf_counter() - began)
-    return statistics.median(samples)
+        runs.append(statistics.median(samples))
+    return runs
 
 
-def _raw_select_time(path: Path, ids: list[int], rounds: int) -> float:
+def _raw_select_time(path: Path, ids: list[int], rounds: int) -> list[float]:
     """The floor: one indexed SELECT by primary key on a plain sqlite3 connection, same file, same process."""
     conn = sqlite3.connect(path)
-    samples = []
+    runs = []
     for _ in range(rounds):
+        samples = []
         for memory_id in ids:
             began = time.perf_counter()
             conn.execute("SELECT id, content, created_at FROM memories WHERE id = ?", (memory_id,)).fetchone()
             samples.append(time.perf_counter() - began)
+        runs.append(statistics.median(samples))
     conn.close()
-    return statistics.median(samples)
+    return runs
 
 
-async def _measure(rows: int, queries: list[str], rounds: int, seed: int) -> dict[str, float]:
+async def _measure(rows: int, queries: list[str], rounds: int, seed: int) -> dict[str, list[float]]:
     rng = random.Random(seed)
     vocab = _vocabulary(random.Random(seed))
     with tempfile.TemporaryDirectory() as tmp:
@@ -90,7 +99,7 @@ async def _measure(rows: int, queries: list[str], rounds: int, seed: int) -> dic
             fill = time.perf_counter() - began
             ids = [rng.randint(1, rows) for _ in range(50)]
             result = {
-                "fill": fill,
+                "fill": [fill],
                 "search": await _search_time(store, queries, rounds),
                 "get": await _get_time(store, ids, rounds),
                 "raw": _raw_select_time(path, ids, rounds),
@@ -98,28 +107,30 @@ async def _measure(rows: int, queries: list[str], rounds: int, seed: int) -> dic
     return result
 
 
-def main() -> None:
-    """Measure and print the figures and ratios."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer queries and rounds (same row counts)")
-    args = parser.parse_args()
-    rounds, count = (3, 10) if args.quick else (7, 30)
+def measure(bench: Bench) -> None:
+    """Fill a small and a large store from the same seed, search both, read by id from the large one."""
+    rounds = bench.runs(quick=3, full=7)
+    count = 10 if bench.quick else 30
     seed = 20240601
     vocab = _vocabulary(random.Random(seed))
     query_rng = random.Random(seed + 1)
     queries = [_sentence(query_rng, vocab, 5, 15) for _ in range(count)]
     small = anyio.run(_measure, SMALL, queries, rounds, seed)
     large = anyio.run(_measure, LARGE, queries, rounds, seed)
-    print(f"memory retrieval ({'quick' if args.quick else 'full'}: {count} queries x {rounds} rounds, medians)")
-    print(f"  fill {LARGE:>7,} rows           {large['fill']:8.2f} s")
-    for label, figures in ((f"{SMALL:,}", small), (f"{LARGE:,}", large)):
-        print(f"  search @ {label:>7} rows      {figures['search'] * 1e3:8.3f} ms")
-    print(f"  store.get by id @ {LARGE:,}  {large['get'] * 1e3:8.3f} ms")
-    print(f"  raw SELECT by id @ {LARGE:,} {large['raw'] * 1e3:8.3f} ms   (baseline)")
-    print(f"  ratio search {LARGE:,} / {SMALL:,} rows:   {large['search'] / small['search']:8.1f}x")
-    print(f"  ratio search @ {LARGE:,} / raw SELECT:  {large['search'] / large['raw']:8.1f}x")
-    print(f"  ratio store.get / raw SELECT (thread hop): {large['get'] / large['raw']:6.1f}x")
+    bench.note(f"{count} queries a run; store.get and the raw SELECT read 50 random ids a run")
+    raw = {"baseline": f"raw SELECT by id @ {LARGE:,}", "baseline_samples": large["raw"]}
+    bench.add(f"fill {LARGE:,} rows", "s", large["fill"], notes="one fill: MemoryStore.memories.add_many")
+    bench.add(f"search @ {SMALL:,} rows", "s", small["search"])
+    bench.add(f"search @ {LARGE:,} rows", "s", large["search"], baseline=f"search @ {SMALL:,} rows",
+              baseline_samples=small["search"])  # fmt: skip
+    bench.add(f"search @ {LARGE:,} rows", "s", large["search"], **raw)
+    bench.add(f"store.get by id @ {LARGE:,}", "s", large["get"], **raw, notes="mostly the worker-thread hop")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring); ``--quick`` runs fewer queries and rounds, same row counts."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,20 +1,20 @@
 """Model calls and tokens per turn: the narrative engines against the native toolcall behaviour.
 
-Run: ``.venv/bin/python bench/narrative.py [--quick]``. Both sides run the same scripted conversation of 50
-turns (every fifth asks something the persona must look up first) on a real agent and fact log
-(``RuntimeHarness``), with in-process models whose answers are scripted per role and whose token counts are
-the host's estimates of each request. The native side sends the whole session every step, as the default
-window does; the narrative side runs the Narrator, the Action Decoder or the Replyer in each step and folds
-each turn into the story afterwards (counted too). Printed: calls and tokens per turn, the prompt size at
-turns 10 and 50, and the ratios narrative / native; the wall time per turn (host overhead with instant models)
-is the median of several runs.
+Run: ``.venv/bin/python bench/narrative.py [--quick] [--runs N] [--json PATH]``. Both sides run the same
+scripted conversation of 50 turns (every fifth asks something the persona must look up first) on a real agent
+and fact log (``RuntimeHarness``), with in-process models whose answers are scripted per role and whose token
+counts are the host's estimates of each request. The native side sends the whole session every step, as the
+default window does; the narrative side runs the Narrator, the Action Decoder or the Replyer in each step and
+folds each turn into the story afterwards (counted too). Reported, narrative against native: calls and tokens
+per turn, the prompt size at turns 10 and 50, and the wall time per turn (host overhead with instant models; the
+two sides alternate, runs paired); and per engine the prompt at turn 50 against turn 10 (growth). The counts are
+the same in every run (scripted models), so their spread is zero.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _report import Bench, run
 from ishiki_engine_narrative import NarrativeContextEngine, NarrativeToolcallEngine
 
 from ishiki_host.config.profile_types import Profile
@@ -163,7 +164,8 @@ async def conversation(kind: str, home: Path) -> tuple[Meter, float]:
     return meter, time.perf_counter() - start
 
 
-def run(kind: str) -> tuple[Meter, float]:
+def run_conversation(kind: str) -> tuple[Meter, float]:
+    """One 50-turn conversation in a fresh directory."""
     with tempfile.TemporaryDirectory() as tmp:
         return anyio.run(conversation, kind, Path(tmp))
 
@@ -172,32 +174,40 @@ def mean(values: Mapping[int, int]) -> float:
     return sum(values.values()) / TURNS
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer timing runs")
-    args = parser.parse_args()
-    runs = 1 if args.quick else 5
-    results = {kind: [run(kind) for _ in range(runs)] for kind in ("native", "narrative")}
-    native, narrative = results["native"][0][0], results["narrative"][0][0]
-    rows = [
-        ("model calls per turn", mean(native.calls), mean(narrative.calls)),
-        ("tokens per turn (in + out)", mean(native.tokens), mean(narrative.tokens)),
-        ("tokens at turn 50", native.tokens[TURNS], narrative.tokens[TURNS]),
-        ("largest prompt at turn 10", native.biggest_prompt[10], narrative.biggest_prompt[10]),
-        ("largest prompt at turn 50", native.biggest_prompt[TURNS], narrative.biggest_prompt[TURNS]),
-    ]
-    print(f"{TURNS} scripted turns (every 5th looks something up first); tokens are the host's estimates")
-    print(f"{'':30} {'native':>10} {'narrative':>10} {'ratio':>7}")
-    for label, base, value in rows:
-        print(f"{label:30} {base:10.1f} {value:10.1f} {value / base:7.2f}")
-    for name, meter in (("native", native), ("narrative", narrative)):
-        growth = meter.biggest_prompt[TURNS] / meter.biggest_prompt[10]
-        print(f"prompt growth turn 10 -> 50, {name}: x{growth:.2f}")
-    wall = {kind: statistics.median(seconds for _, seconds in results[kind]) / TURNS for kind in results}
-    ratio = wall["narrative"] / wall["native"]
-    print(f"host time per turn (instant models, median of {runs}): native {wall['native'] * 1000:.2f} ms, "
-          f"narrative {wall['narrative'] * 1000:.2f} ms, ratio {ratio:.2f}")  # fmt: skip
+COUNTS: dict[str, tuple[str, Any]] = {
+    "model calls per turn": ("calls", lambda m: mean(m.calls)),
+    "tokens per turn (in + out)": ("tokens", lambda m: mean(m.tokens)),
+    "tokens at turn 50": ("tokens", lambda m: m.tokens[TURNS]),
+    "largest prompt at turn 10": ("tokens", lambda m: m.biggest_prompt[10]),
+    "largest prompt at turn 50": ("tokens", lambda m: m.biggest_prompt[TURNS]),
+}
+
+
+def measure(bench: Bench) -> None:
+    """Alternate native and narrative conversations; report counts and wall time, narrative against native."""
+    runs = bench.runs(quick=3, full=5)
+    results: dict[str, list[tuple[Meter, float]]] = {"native": [], "narrative": []}
+    for _ in range(runs):  # interleaved, so both sides see the same machine load
+        for kind, done in results.items():
+            done.append(run_conversation(kind))
+    bench.note(f"{TURNS} scripted turns (every 5th looks something up first); tokens are the host's estimates")
+    meters = {kind: [meter for meter, _ in done] for kind, done in results.items()}
+    for label, (unit, count) in COUNTS.items():
+        bench.add(label, unit, [count(m) for m in meters["narrative"]], baseline="native",
+                  baseline_samples=[count(m) for m in meters["native"]], paired=True)  # fmt: skip
+    for kind, kind_meters in meters.items():
+        bench.add(f"{kind}: largest prompt at turn 50", "tokens", [m.biggest_prompt[TURNS] for m in kind_meters],
+                  baseline="turn 10", baseline_samples=[m.biggest_prompt[10] for m in kind_meters], paired=True,
+                  target="~1" if kind == "narrative" else None, notes="growth turn 10 -> 50")  # fmt: skip
+    wall = {kind: [seconds / TURNS for _, seconds in done] for kind, done in results.items()}
+    bench.add("host time per turn (instant models)", "s", wall["narrative"], baseline="native",
+              baseline_samples=wall["native"], paired=True)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

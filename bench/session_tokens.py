@@ -1,7 +1,8 @@
 """Session token estimation for a 10,000-message session, against ``sum(len(text))`` over the same messages.
 
-Run: ``.venv/bin/python bench/session_tokens.py [--quick]``. The session is seeded chat: short and long lines,
-a quarter Japanese, assistant turns with tool calls and results. Measured, as medians of several rounds:
+Run: ``.venv/bin/python bench/session_tokens.py [--quick] [--runs N] [--json PATH]``. The session is seeded chat:
+short and long lines, a quarter Japanese, assistant turns with tool calls and results. Measured, one pass over
+the whole session a run:
 
 - baseline: ``sum(len(m.text) for m in messages)``, the cheapest thing that looks at every message;
 - estimate: ``estimate_messages_tokens(messages)`` (the default counter, what ``/status`` and the safety valve
@@ -11,21 +12,19 @@ a quarter Japanese, assistant turns with tool calls and results. Measured, as me
 - ``SessionManager.size()``: the same, reading the session back from a real fact log on disk;
 - tiktoken (``o200k_base``), only when installed with that encoding already on disk.
 
-The ratios (time / baseline) are what to compare between machines.
+Each is reported against the baseline; the ratios are what to compare between machines.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
-import statistics
+import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
+from _report import Bench, run, time_calls
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.entries import Entry
@@ -76,15 +75,6 @@ def session(rng: random.Random, count: int) -> list[Message]:
     return messages[:count]
 
 
-def _median(fn: Callable[[], Any], rounds: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        began = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - began)
-    return statistics.median(samples)
-
-
 class _Idle:
     busy = False
 
@@ -92,7 +82,8 @@ class _Idle:
         return None
 
 
-async def _size_from_disk(messages: list[Message], rounds: int) -> float:
+async def _size_from_disk(messages: list[Message], rounds: int) -> list[float]:
+    """Seconds of ``SessionManager.size()`` per round, over a real fact log holding ``messages``."""
     with tempfile.TemporaryDirectory() as tmp:
         log = await FactLog.open(Path(tmp) / "facts.jsonl", fsync="never", clock=FakeClock())
         try:
@@ -104,41 +95,38 @@ async def _size_from_disk(messages: list[Message], rounds: int) -> float:
                 size = await manager.size()
                 samples.append(time.perf_counter() - began)
             assert size.messages == len(messages)
-            return statistics.median(samples)
+            return samples
         finally:
             await log.close()
 
 
-def main() -> None:
-    """Measure and print the figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds")
-    rounds = 3 if parser.parse_args().quick else 9
+def measure(bench: Bench) -> None:
+    """Every counter against ``sum(len(text))`` over the same messages."""
+    rounds = bench.runs(quick=3, full=9)
     messages = session(random.Random(7), MESSAGES)
     entries = [Entry(i + 1, "message", 0.0, m.to_dict()) for i, m in enumerate(messages)]
 
-    baseline = _median(lambda: sum(len(m.text) for m in messages), rounds)
-    estimate = _median(lambda: estimate_messages_tokens(messages), rounds)
-    projected = _median(lambda: estimate_messages_tokens(project_entries(entries)), rounds)
-    from_disk = anyio.run(_size_from_disk, messages, rounds)
+    bench.note(f"{MESSAGES:,}-message session, {estimate_messages_tokens(messages):,} estimated tokens")
+    baseline = time_calls(lambda: sum(len(m.text) for m in messages), rounds)
     rows = [
-        ("estimate", estimate),
-        ("projection + estimate", projected),
-        ("SessionManager.size() from disk", from_disk),
+        ("estimate_messages_tokens", time_calls(lambda: estimate_messages_tokens(messages), rounds)),
+        ("projection + estimate", time_calls(lambda: estimate_messages_tokens(project_entries(entries)), rounds)),
+        ("SessionManager.size() from disk", anyio.run(_size_from_disk, messages, rounds)),
     ]
     counter = tiktoken_estimator("o200k_base")
     if counter is not None:
-        rows.append(
-            ("tiktoken o200k_base", _median(lambda: estimate_messages_tokens(messages, estimator=counter), rounds))
-        )
+        tiktoken = time_calls(lambda: estimate_messages_tokens(messages, estimator=counter), rounds)
+        rows.append(("tiktoken o200k_base", tiktoken))
+    else:
+        bench.note("tiktoken: not installed, or o200k_base not on disk (skipped)")
+    for name, samples in rows:
+        bench.add(name, "s", samples, baseline="sum(len(text))", baseline_samples=baseline)
 
-    print(f"{MESSAGES:,}-message session, {estimate_messages_tokens(messages):,} estimated tokens, median of {rounds}")
-    print(f"  baseline sum(len(text)): {baseline * 1000:8.2f} ms")
-    for name, seconds in rows:
-        print(f"  {name:<32} {seconds * 1000:8.2f} ms   {seconds / baseline:6.1f}x baseline")
-    if counter is None:
-        print("  tiktoken: not installed, or o200k_base not on disk (skipped)")
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

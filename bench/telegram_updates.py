@@ -6,16 +6,15 @@
 - baseline: the same 10,000 updates drained from the same fake server by a plain httpx ``getUpdates`` loop
   (limit 100, offset confirmation), so the ratio is the channel's own cost per update.
 
-Run: ``.venv/bin/python bench/telegram_updates.py [--quick]`` (median of 7 interleaved runs; ``--quick``: one
-small run).
+Run: ``.venv/bin/python bench/telegram_updates.py [--quick] [--runs N] [--json PATH]`` (7 interleaved runs,
+paired; ``--quick``: 3 runs of 2,000 updates).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import random
-import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import anyio
 import httpx
+from _report import Bench, run
 from ishiki_channel_telegram import TelegramAccount, TelegramConnection
 from ishiki_channel_telegram.testing import FakeBotAPI, group_chat, private_chat, running, user
 
@@ -100,24 +100,22 @@ async def _raw_loop(updates: int, chats: int) -> float:
         return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one run of 2,000 updates")
-    quick = parser.parse_args().quick
-    runs, updates, chats = (1, 2_000, 100) if quick else (7, 10_000, 100)
-    connection, raw, ratios = [], [], []
+def measure(bench: Bench) -> None:
+    """Interleaved runs of the connection and the raw loop over the same queued updates."""
+    runs = bench.runs(quick=3, full=7)
+    updates, chats = (2_000, 100) if bench.quick else (10_000, 100)
+    connection, raw = [], []
     for _ in range(runs):  # interleaved, so both sides see the same machine load
-        connection.append(anyio.run(_through_connection, updates, chats))
-        raw.append(anyio.run(_raw_loop, updates, chats))
-        ratios.append(connection[-1] / raw[-1])
-    spread = f" (runs {min(ratios):.2f}-{max(ratios):.2f})" if runs > 1 else ""
-    print(
-        f"telegram updates ({updates:,} across {chats} chats, median of {runs}): "
-        f"connection {updates / statistics.median(connection):,.0f}/s, "
-        f"raw getUpdates {updates / statistics.median(raw):,.0f}/s, "
-        f"ratio {statistics.median(ratios):.2f}x the raw loop's time{spread}"
-    )
+        connection.append(updates / anyio.run(_through_connection, updates, chats))
+        raw.append(updates / anyio.run(_raw_loop, updates, chats))
+    bench.add(f"TelegramConnection, {updates:,} updates across {chats} chats", "updates/s", connection,
+              direction="higher", baseline="raw getUpdates loop", baseline_samples=raw, paired=True)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,16 +1,18 @@
 """Parse time of the text tool-call protocols per 10 KB answer, against ``json.loads`` of a 10 KB document.
 
-Run: ``.venv/bin/python bench/textproto_parse.py [--quick]``. Every figure is the median of several runs
-measured in this process; the ratios (protocol time / baseline time) are what to compare across machines.
+Run: ``.venv/bin/python bench/textproto_parse.py [--quick] [--runs N] [--json PATH]``. A run is ``number``
+calls (20 quick, 200 full), its value the mean time per call scaled to exactly 10 KB of input; the ratios
+(protocol time / baseline time) are what to compare across machines.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
+import sys
 import timeit
 from collections.abc import Callable
+
+from _report import Bench, run
 
 from ishiki_host.engines.toolcall import json_protocol, xml_protocol
 
@@ -74,36 +76,39 @@ def streamed(answer: str, size: int) -> Callable[[], object]:
     return run
 
 
-def median_seconds(func: Callable[[], object], runs: int, number: int) -> float:
-    """The median over ``runs`` of the mean time of one call (``number`` calls per run)."""
-    return statistics.median(timeit.repeat(func, repeat=runs, number=number)) / number
+def per_call(func: Callable[[], object], runs: int, number: int) -> list[float]:
+    """Seconds per call in each run of ``number`` calls (``timeit``: garbage collection off while timing)."""
+    return [seconds / number for seconds in timeit.repeat(func, repeat=runs, number=number)]
 
 
-def main() -> None:
-    """Measure and print."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer runs (a smoke check, noisier figures)")
-    args = parser.parse_args()
-    runs, number = (3, 20) if args.quick else (9, 200)
+def measure(bench: Bench) -> None:
+    """Check the answers parse as expected, then time each protocol against json.loads."""
+    runs = bench.runs(quick=3, full=9)
+    number = 20 if bench.quick else 200
     document, ja, xa = baseline_document(), json_answer(), xml_answer()
     broken = ja.rsplit("}", 3)[0].replace('"helpful"}', '"helpful",}')
     assert len(json_protocol.parse_answer(ja, TOOLS).tool_calls) == 3
     assert json_protocol.parse_answer(broken, TOOLS).notes, "the broken answer should need repairs"
     assert len(xml_protocol.parse_answer(xa, TOOLS).tool_calls) == 8
     # Every time is scaled to exactly 10 KB of input, so sizes a little off the target do not skew ratios.
-    base = median_seconds(lambda: json.loads(document), runs, number) * TARGET / len(document.encode())
+    scale = TARGET / len(document.encode())
+    base = [t * scale for t in per_call(lambda: json.loads(document), runs, number)]
     cases: list[tuple[str, int, Callable[[], object]]] = [
         ("json protocol, clean block", len(ja.encode()), lambda: json_protocol.parse_answer(ja, TOOLS)),
         ("json protocol, repaired block", len(broken.encode()), lambda: json_protocol.parse_answer(broken, TOOLS)),
         ("xml protocol, one shot", len(xa.encode()), lambda: xml_protocol.parse_answer(xa, TOOLS)),
         ("xml protocol, 16-char chunks", len(xa.encode()), streamed(xa, 16)),
     ]
-    print(f"textproto_parse: time per 10 KB of input, median of {runs} runs x {number} calls")
-    print(f"  {'baseline json.loads, 10 KB JSON document':<42} {base * 1e6:8.1f} µs")
+    bench.note("time per 10 KB of input")
     for name, size, func in cases:
-        took = median_seconds(func, runs, number) * TARGET / size
-        print(f"  {name:<42} {took * 1e6:8.1f} µs   ratio {took / base:5.1f}x")
+        took = [t * TARGET / size for t in per_call(func, runs, number)]
+        bench.add(name, "s", took, baseline="json.loads, 10 KB JSON document", baseline_samples=base)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

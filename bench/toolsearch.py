@@ -1,19 +1,18 @@
 """toolsearch latency over 1,000 tools vs a plain substring scan of the same names and descriptions.
 
-Prints medians measured in the same run: building the index once, one ``ToolIndex.search`` (the ranked,
-tokenized search), and the baseline, a case-insensitive substring scan of every name and description for the
-query (no ranking). The ratio is search / scan.
+Reports, measured in the same run: building the index once, and one ``ToolIndex.search`` (the ranked,
+tokenized search) against the baseline, a case-insensitive substring scan of every name and description for
+the query (no ranking). A run is one pass over the 12 queries; its value is the time per query.
 
-Run: ``.venv/bin/python bench/toolsearch.py [--quick]``.
+Run: ``.venv/bin/python bench/toolsearch.py [--quick] [--runs N] [--json PATH]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
-import statistics
-import time
-from collections.abc import Callable
+import sys
+
+from _report import Bench, run, time_calls
 
 from ishiki_host.core.model import ToolSpec
 from ishiki_host.tools.search_index import ToolIndex
@@ -40,20 +39,12 @@ def catalogue(size: int = 1_000, seed: int = 7) -> list[ToolSpec]:
     return tools
 
 
-def median(run: Callable[[], object], rounds: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
-def main(quick: bool) -> None:
-    rounds = 5 if quick else 51
+def measure(bench: Bench) -> None:
+    """Index build, then ranked search against the substring scan."""
+    rounds = bench.runs(quick=5, full=51)
     tools = catalogue()
     lowered = [(tool.name.lower(), tool.description.lower()) for tool in tools]
-    build = median(lambda: ToolIndex(tools), max(3, rounds // 5))
+    build = time_calls(lambda: ToolIndex(tools), max(3, rounds // 5))
     index = ToolIndex(tools)
 
     def ranked() -> None:
@@ -65,15 +56,17 @@ def main(quick: bool) -> None:
             needle = query.lower()
             [name for name, description in lowered if needle in name or needle in description]
 
-    search_s = median(ranked, rounds) / len(QUERIES)
-    scan_s = median(scan, rounds) / len(QUERIES)
-    print(f"tools: {len(tools)}, queries: {len(QUERIES)}")
-    print(f"build the index (once)           {build * 1e3:10.3f} ms")
-    print(f"substring scan per query         {scan_s * 1e6:10.1f} us   (baseline)")
-    print(f"ranked search per query          {search_s * 1e6:10.1f} us   {search_s / scan_s:6.1f}x the scan")
+    search_s = [t / len(QUERIES) for t in time_calls(ranked, rounds)]
+    scan_s = [t / len(QUERIES) for t in time_calls(scan, rounds)]
+    bench.note(f"tools: {len(tools)}, queries: {len(QUERIES)}")
+    bench.add(f"build the index of {len(tools):,} tools", "s", build)
+    bench.add("ranked search, per query", "s", search_s, baseline="substring scan", baseline_samples=scan_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
-    main(parser.parse_args().quick)
+    sys.exit(main())

@@ -1,15 +1,17 @@
 """Willingness decisions per second over 10,000 channels, against the bare loop (dict lookup + one draw).
 
-Run: ``.venv/bin/python bench/willingness.py [--quick]``. Both loops see the same channels, features and
-times; the figure to compare across machines is the ratio (model time / baseline time), median of several runs.
+Run: ``.venv/bin/python bench/willingness.py [--quick] [--runs N] [--json PATH]``. Both loops see the same
+channels, features and times; the figure is decisions per second, and the one to compare across machines is
+its ratio to the bare loop's rate.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
-import statistics
+import sys
 import time
+
+from _report import Bench, run
 
 from ishiki_host.engines.wakeup import MessageFeatures
 from ishiki_host.engines.wakeup.willingness_model import WillingnessModel, WillingnessOptions
@@ -57,19 +59,22 @@ def run_baseline(work: list[tuple[str, MessageFeatures, float]]) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    """Measure and print."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer decisions and runs (noisier figures)")
-    args = parser.parse_args()
-    decisions, runs = (50_000, 3) if args.quick else (500_000, 7)
+def measure(bench: Bench) -> None:
+    """All model runs, then all baseline runs, over the same seeded stream."""
+    runs = bench.runs(quick=3, full=7)
+    decisions = 50_000 if bench.quick else 500_000
     work = workload(decisions)
-    model = statistics.median(run_model(work) for _ in range(runs))
-    base = statistics.median(run_baseline(work) for _ in range(runs))
-    print(f"willingness: {decisions} decisions over {CHANNELS} channels, median of {runs} runs")
-    print(f"  baseline (dict lookup + draw): {decisions / base:12,.0f} per second")
-    print(f"  WillingnessModel.decide:       {decisions / model:12,.0f} per second   ratio {model / base:5.1f}x")
+    model = [decisions / run_model(work) for _ in range(runs)]
+    base = [decisions / run_baseline(work) for _ in range(runs)]
+    baseline = {"baseline": "dict lookup + one draw", "baseline_samples": base}
+    bench.add(f"WillingnessModel.decide, {CHANNELS:,} channels", "decisions/s", model, direction="higher",
+              notes=f"{decisions:,} decisions a run", **baseline)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

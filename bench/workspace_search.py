@@ -1,12 +1,12 @@
 """Workspace search benchmark: search_files over a generated 10,000-file tree vs ``grep -r`` on the same tree.
 
-    .venv/bin/python bench/workspace_search.py [--quick] [--dir DIR]
+    .venv/bin/python bench/workspace_search.py [--quick] [--runs N] [--json PATH] [--dir DIR]
 
 The tree (seeded, so every run searches the same bytes) has 100 directories of 100 text files of 1-4 KB and
 a few binary files. Each pattern is searched by the workspace's search_files tool (the real handler: the
 descriptor walk, the binary and size checks, the ``regex`` engine, rendering) with a result cap high enough to
 report every match, and by ``grep -rnIE`` (recursive, line numbers, binaries skipped) with the same pattern.
-Both are warmed up once; the figures are medians of several runs, and the ratio is search_files / grep.
+Both are warmed up once and must find the same lines; the ratio is search_files / grep.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import statistics
+import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
+from _report import Bench, run, time_calls_async
 from ishiki_ext_workspace import WorkspaceTools, settings_from_config
 
 from ishiki_host.core.clock import SystemClock
@@ -54,19 +53,9 @@ def make_tree(root: Path, dirs: int = 100, files: int = 100, seed: int = 7) -> i
     return count
 
 
-async def median_seconds(runs: int, once: Callable[[], Awaitable[int]]) -> tuple[float, int]:
-    """Median wall time of ``runs`` calls after one warm-up, and the count the last call returned."""
-    found = await once()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        found = await once()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), found
-
-
-async def main(quick: bool, directory: Path) -> None:
-    runs = 3 if quick else 7
+async def measure_in(bench: Bench, directory: Path) -> None:
+    """Write the tree in ``directory``; each pattern, search_files against grep -r."""
+    runs = bench.runs(quick=3, full=7)
     root = directory / "tree"
     files = make_tree(root)
     settings = settings_from_config(
@@ -76,9 +65,9 @@ async def main(quick: bool, directory: Path) -> None:
     )
     tools = WorkspaceTools(settings, ResourceCenter, SystemClock())
     grep = shutil.which("grep")
-    assert grep is not None, "grep is not installed"
-    mode = "quick" if quick else "full"
-    print(f"workspace search benchmark: {files:,} files under {root} ({mode}; medians of {runs})")
+    if grep is None:
+        raise SystemExit("workspace_search: grep is not installed (it is the baseline)")
+    bench.note(f"{files:,} files under {root}")
     for label, pattern in PATTERNS.items():
 
         async def ours(pattern: str = pattern) -> int:
@@ -90,27 +79,33 @@ async def main(quick: bool, directory: Path) -> None:
             done = await anyio.run_process([grep, "-rnIE", pattern, str(root)], check=False)
             return done.stdout.count(b"\n")
 
-        ours_s, ours_n = await median_seconds(runs, ours)
-        grep_s, grep_n = await median_seconds(runs, theirs)
-        assert ours_n == grep_n, f"{label}: search_files found {ours_n} lines, grep {grep_n}"
-        print(
-            f"{label:13} {pattern!r:26} {ours_n:7,} lines  search_files {ours_s * 1000:7.1f} ms"
-            f"  grep -r {grep_s * 1000:7.1f} ms  ratio {ours_s / grep_s:.2f}x"
-        )
+        ours_n, grep_n = await ours(), await theirs()  # the warm-up, and the check that both find the same lines
+        if ours_n != grep_n:
+            raise SystemExit(f"{label}: search_files found {ours_n} lines, grep {grep_n}")
+        ours_s = await time_calls_async(ours, runs)
+        grep_s = await time_calls_async(theirs, runs)
+        bench.add(f"search_files, {label}", "s", ours_s, baseline="grep -rnIE", baseline_samples=grep_s,
+                  notes=f"pattern {pattern!r}, {ours_n:,} matching lines")  # fmt: skip
 
 
-def run(quick: bool, directory: Path | None) -> None:
-    """Run in ``directory``, or in a temporary directory removed afterwards."""
-    if directory is not None:
-        anyio.run(main, quick, directory)
+async def measure(bench: Bench) -> None:
+    """Run in ``--dir``, or in a temporary directory removed afterwards."""
+    if bench.args.dir is not None:
+        await measure_in(bench, bench.args.dir)
         return
     with tempfile.TemporaryDirectory(prefix="ishiki-bench-") as temp:
-        anyio.run(main, quick, Path(temp))
+        await measure_in(bench, Path(temp))
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """This script's own option."""
+    parser.add_argument("--dir", type=Path, help="an empty directory for the tree (default: a temporary one)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv, arguments=arguments)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs")
-    parser.add_argument("--dir", type=Path, help="an empty directory for the tree (default: a temporary one)")
-    args = parser.parse_args()
-    run(args.quick, args.dir)
+    sys.exit(main())
