@@ -7,22 +7,20 @@
   engine attached, scoring every message and saving its state file, against the same runtime without it.
   Every message stays below the threshold, so no turn runs and only ingestion is measured.
 
-Run: ``.venv/bin/python bench/engine_variants.py [--quick]``. Figures are medians of several runs made in this
-process; the ratios (engine / baseline) are what to compare across machines.
+Run: ``.venv/bin/python bench/engine_variants.py [--quick] [--runs N] [--json PATH]``. Runs alternate engine and
+baseline (paired); the ratios are what to compare across machines.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
+import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
+from _report import Bench, run, time_calls_async
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.messages import Message, ToolCall
@@ -55,32 +53,19 @@ def answers() -> dict[str, str]:
     return {"json": f"{PROSE}\n```json\n{json.dumps({'actions': actions})}\n```", "xml": f"{PROSE}\n{xml}"}
 
 
-async def time_calls(call: Callable[[], Awaitable[Any]], count: int) -> float:
-    """Seconds for ``count`` sequential calls."""
-    start = time.perf_counter()
-    for _ in range(count):
-        await call()
-    return time.perf_counter() - start
-
-
-async def wrapper_figures(count: int, runs: int) -> dict[str, tuple[float, float]]:
-    """Median seconds per call, (wrapped, bare), per protocol."""
-    figures = {}
-    for name, engine in (("json", JsonToolcallEngine()), ("xml", XmlToolcallEngine())):
-        figures[name] = await wrapper_figure(engine, answers()[name], count, runs)
-    return figures
-
-
-async def wrapper_figure(engine: Any, answer: str, count: int, runs: int) -> tuple[float, float]:
-    """Median seconds per call of one protocol's wrapper, and of the bare model."""
+async def wrapper_samples(engine: Any, answer: str, count: int, runs: int) -> tuple[list[float], list[float]]:
+    """Seconds per call in each run, (wrapped, bare), of one protocol's wrapper; runs alternate."""
     request = ModelRequest(history(), tools=TOOLS)
     model = FunctionModel(lambda request: reply(answer))
+    wrapped_samples: list[float] = []
+    bare_samples: list[float] = []
     with tempfile.TemporaryDirectory() as home:
         async with RuntimeHarness(Path(home), model=model) as rt:
             wrapped = engine.create(rt, {}).wrap(model)
-            bare = [await time_calls(lambda: model.generate(request), count) for _ in range(runs)]
-            text = [await time_calls(lambda: wrapped.generate(request), count) for _ in range(runs)]
-    return statistics.median(text) / count, statistics.median(bare) / count
+            for _ in range(runs):
+                bare_samples += await time_calls_async(lambda: model.generate(request), 1, number=count)
+                wrapped_samples += await time_calls_async(lambda: wrapped.generate(request), 1, number=count)
+    return wrapped_samples, bare_samples
 
 
 def inbound(n: int) -> dict[str, Any]:
@@ -115,27 +100,28 @@ async def ingest(count: int, *, engine: bool) -> float:
     return elapsed
 
 
-async def main_async(quick: bool) -> None:
-    """Measure and print."""
-    count, runs = (200, 3) if quick else (2000, 7)
-    for name, (wrapped, bare) in (await wrapper_figures(count, runs)).items():
-        print(f"toolcall {name}: {wrapped * 1e6:8.1f} us per call wrapped, {bare * 1e6:8.1f} us bare", end="")
-        print(f"   (+{(wrapped - bare) * 1e6:.1f} us, ratio {wrapped / bare:5.1f}x)")
+async def measure(bench: Bench) -> None:
+    """The wrapper cost per protocol and the willingness ingestion cost, each against the bare path."""
+    runs = bench.runs(quick=3, full=7)
+    count = 200 if bench.quick else 2000
+    for name, engine in (("json", JsonToolcallEngine()), ("xml", XmlToolcallEngine())):
+        wrapped, bare = await wrapper_samples(engine, answers()[name], count, runs)
+        bench.add(f"toolcall {name}: one call through the wrapper", "s", wrapped,
+                  baseline="the bare in-process model", baseline_samples=bare, paired=True)  # fmt: skip
     messages = count // 4
-    with_engine = statistics.median([await ingest(messages, engine=True) for _ in range(runs)])
-    without = statistics.median([await ingest(messages, engine=False) for _ in range(runs)])
-    print(
-        f"willingness: {messages / with_engine:8.0f} messages/s ingested with the engine, "
-        f"{messages / without:8.0f} without   (ratio {with_engine / without:4.2f}x)"
-    )
+    with_engine: list[float] = []
+    without: list[float] = []
+    for _ in range(runs):
+        with_engine.append(messages / await ingest(messages, engine=True))
+        without.append(messages / await ingest(messages, engine=False))
+    bench.add("willingness: messages ingested", "messages/s", with_engine, direction="higher",
+              baseline="the same runtime without the engine", baseline_samples=without, paired=True)  # fmt: skip
 
 
-def main() -> None:
-    """Parse arguments and run."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer calls and runs (noisier figures)")
-    anyio.run(main_async, parser.parse_args().quick)
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
