@@ -69,8 +69,8 @@ def run_plugin(args: argparse.Namespace) -> int:
 
 def run_profile(args: argparse.Namespace) -> int:
     """Write the profile; return the exit status."""
-    from ishiki_host.errors import ScaffoldError
     from ishiki_host.config.models_loader import MODELS_FILES
+    from ishiki_host.errors import ScaffoldError
     from ishiki_host.scaffold import write_profile
 
     try:

@@ -26,8 +26,10 @@ def test_every_group_has_a_kind_whose_base_is_the_groups_base_class() -> None:
          "ishiki.engine.wakeup.mood_2"),
         ("toolcall", "yaml", "ishiki-toolcall-yaml", "ishiki_toolcall_yaml", "YamlToolcallEngine",
          "ishiki.engine.toolcall.yaml"),
-        ("channel", "matrix", "ishiki-channel-matrix", "ishiki_channel_matrix", "MatrixChannel", "ishiki.channel.matrix"),
-        ("provider", "gemini", "ishiki-provider-gemini", "ishiki_provider_gemini", "GeminiAPI", "ishiki.provider.gemini"),
+        ("channel", "matrix", "ishiki-channel-matrix", "ishiki_channel_matrix", "MatrixChannel",
+         "ishiki.channel.matrix"),
+        ("provider", "gemini", "ishiki-provider-gemini", "ishiki_provider_gemini", "GeminiAPI",
+         "ishiki.provider.gemini"),
     ],
 )  # fmt: skip
 def test_names_follow_the_scheme(

@@ -87,7 +87,8 @@ def test_the_written_profile_passes_ishiki_check(run_ishiki: RunIshiki, tmp_path
 def test_a_profile_alone_claims_the_console_and_uses_a_group_of_models_yaml(
     write_config: WriteConfig, tmp_path: Path
 ) -> None:
-    models = "providers:\n  p:\n    api: scripted\n    rules: []\n    models: [{id: m}]\ngroups:\n  main:\n    models: [p:m]\n"
+    models = "providers:\n  p:\n    api: scripted\n    rules: []\n    models: [{id: m}]\n"
+    models += "groups:\n  main:\n    models: [p:m]\n"
     root = write_config({"models.yaml": models})
     directory = write_profile(root, "solo")
     text = (directory / "profile.yml").read_text()
@@ -103,7 +104,7 @@ def test_the_model_can_be_named(tmp_path: Path) -> None:
 def test_existing_files_are_kept_unless_forced(tmp_path: Path) -> None:
     directory = write_profile(tmp_path, "p")
     (directory / "persona.md").write_text("mine")
-    with pytest.raises(ScaffoldError, match="already has profile.yml, persona.md \\(use --force"):
+    with pytest.raises(ScaffoldError, match=r"already has profile.yml, persona.md \(use --force"):
         write_profile(tmp_path, "p")
     assert (directory / "persona.md").read_text() == "mine"
     write_profile(tmp_path, "p", force=True)
