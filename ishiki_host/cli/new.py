@@ -53,16 +53,21 @@ def register(subparsers: Any) -> None:
 def run_plugin(args: argparse.Namespace) -> int:
     """Write the plugin package; return the exit status."""
     from ishiki_host.errors import ScaffoldError
+    from ishiki_host.plugins.discovery import BUILTIN_DISTRIBUTION
     from ishiki_host.scaffold import plugin_names, write_plugin
 
     try:
         names = plugin_names(args.kind, args.name)
-        _refuse_builtin(names.service)
+        owner = _owner(names.service)
+        if owner == BUILTIN_DISTRIBUTION:
+            raise ScaffoldError(f"{names.service} is a built-in service of {owner}: choose another name")
         root = write_plugin(args.kind, args.name, Path(args.dir))
     except ScaffoldError as exc:
         print(f"ishiki new plugin: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {root}: {names.service} ({names.target})")
+    if owner is not None and owner != names.distribution:
+        print(f"note: {owner} already registers {names.service}; installed together, neither loads", file=sys.stderr)
     print(f"next: cd {root} && pip install -e '.[test]' && pytest")
     return 0
 
@@ -85,15 +90,12 @@ def run_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_builtin(service: str) -> None:
-    """A plugin may not take the name of a built-in service: both would fail to load as a conflict."""
-    from ishiki_host.errors import ScaffoldError
+def _owner(service: str) -> str | None:
+    """The distribution that already registers ``service`` here (two owners of one name both fail to load)."""
     from ishiki_host.plugins.discovery import discover
 
-    group = service.rpartition(".")[0]
-    record = discover([group]).record(service)
-    if record is not None and record.builtin:
-        raise ScaffoldError(f"{service} is a built-in service of ishiki-host: choose another name")
+    record = discover([service.rpartition(".")[0]]).record(service)
+    return None if record is None else record.distribution or "an unknown distribution"
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

@@ -108,3 +108,10 @@ def test_the_command_refuses_an_unknown_kind(run_ishiki: RunIshiki, tmp_path: Pa
     done = run_ishiki("new", "plugin", "engine", "x", "--dir", str(tmp_path))
     assert done.returncode == 2
     assert "invalid choice: 'engine'" in done.stderr
+
+
+def test_the_command_warns_when_another_distribution_has_the_name(run_ishiki: RunIshiki, tmp_path: Path) -> None:
+    done = run_ishiki("new", "plugin", "context", "narrative", "--dir", str(tmp_path))
+    assert done.returncode == 0
+    expected = "note: ishiki-engine-narrative already registers ishiki.engine.context.narrative; installed together"
+    assert expected in done.stderr
