@@ -39,6 +39,7 @@ docs: setup
 	$(BIN)/python -m ishiki_host.config.reference docs/reference
 	$(BIN)/python -m ishiki_host.plugins.reference docs
 	$(BIN)/python -m ishiki_host.engines.docs docs/engines
+	$(BIN)/python -m ishiki_host.scaffold.docs docs/plugins
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

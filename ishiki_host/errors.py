@@ -14,6 +14,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
     │   ├── PluginNotFound              a named service has no entry point
     │   ├── PluginLoadFailed            an entry point raised on import or load
     │   └── PluginAPIIncompatible       a plugin declares an API major the host does not speak
+    ├── ScaffoldError                   ``ishiki new`` refuses a bad name or a target that is not empty
     └── RunError
         ├── ModelError                  classified once, at the provider boundary (``kind``)
         │   ├── ModelUnavailable        connect error, timeout, 5xx, 408, 409         kind="unavailable"
@@ -74,6 +75,7 @@ __all__ = [
     "ResourceError",
     "RunError",
     "SandboxError",
+    "ScaffoldError",
     "StoreError",
     "ToolConflictError",
     "ToolError",
@@ -145,6 +147,10 @@ class PluginLoadFailed(ConfigError):
 
 class PluginAPIIncompatible(ConfigError):
     """A plugin declares a plugin-API major version this host does not speak."""
+
+
+class ScaffoldError(IshikiError):
+    """``ishiki new`` refuses what it was asked to write: an invalid name, or a target that is not empty."""
 
 
 class RunError(IshikiError):

@@ -108,7 +108,9 @@ def test_yaml_snippet_is_valid(where: str, code: str) -> None:
 
 @pytest.mark.parametrize(("where", "code"), snippets("python"), ids=[w for w, _ in snippets("python")])
 def test_python_snippet_runs(where: str, code: str) -> None:
-    compiled = compile(f"from __future__ import annotations\n{code}", where, "exec")
+    if "from __future__ import annotations" not in code:  # a whole module (a scaffold's) brings its own
+        code = f"from __future__ import annotations\n{code}"
+    compiled = compile(code, where, "exec")
     exec(compiled, {"__name__": "snippet"})
 
 

@@ -1,5 +1,8 @@
-"""The test kit: loopback fake model servers, the network guard and fixtures (see ``docs/testing.md``)."""
+"""The test kit: loopback fake model servers, a fake channel host, the network guard and fixtures (see
+``docs/testing.md``)."""
 
+from ishiki_host.testing.channel_host import FakeChannelHost, FakeDelivery
+from ishiki_host.testing.configs import plugin_config
 from ishiki_host.testing.fake_anthropic import FakeAnthropicServer
 from ishiki_host.testing.fake_models import FakeModelServer, Reply, ScriptedCall
 from ishiki_host.testing.fake_openai import FakeOpenAIServer
@@ -8,6 +11,8 @@ from ishiki_host.testing.network_guard import NetworkGuardError
 
 __all__ = [
     "FakeAnthropicServer",
+    "FakeChannelHost",
+    "FakeDelivery",
     "FakeModelServer",
     "FakeOpenAIServer",
     "LoopbackServer",
@@ -16,4 +21,5 @@ __all__ = [
     "Reply",
     "Response",
     "ScriptedCall",
+    "plugin_config",
 ]

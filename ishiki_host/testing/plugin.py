@@ -4,6 +4,7 @@ Each fixture module is listed in ``pytest_plugins`` so plugin authors get every 
 """
 
 pytest_plugins = [
+    "ishiki_host.testing.channel_fixtures",
     "ishiki_host.testing.core_fixtures",
     "ishiki_host.testing.fixtures",
     "ishiki_host.testing.model_fixtures",

@@ -1,0 +1,135 @@
+"""``FakeChannelHost``: the host as a channel connection sees it, for tests of channel plugins.
+
+It implements ``ishiki_host.channels.base.ChannelHost``: a channel made with ``create(host, account)`` dispatches
+its shaped events here, and the test reads them back. Attachments are captured into a real resource center
+(eagerly from ``data``, or lazily through a fetcher the channel registered in ``host.fetchers``), so
+``await host.read_asset(url)`` exercises the channel's own download path::
+
+    connection = MyChannel().create(channel_host, plugin_config(MyChannel, {...}))
+    async with anyio.create_task_group() as tg:
+        await tg.start(connection.run)
+        ...                                    # make the fake platform deliver a message
+        (event,) = await channel_host.wait_for_events(1)
+        tg.cancel_scope.cancel()
+
+``fail_next(*errors)`` makes the next dispatches raise before anything is recorded (the event is not durable,
+as when a runtime's disk is full), so a test can show the channel does not confirm such input to its platform.
+With ``routed=False`` every event is recorded as owned by no profile, which the real host also reports.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ishiki_host.core.clock import Clock, FakeClock
+from ishiki_host.runtime.events import Attachment
+from ishiki_host.runtime.resources import AssetFetchers, Blob, RuntimeResources, create_runtime_resources
+
+if TYPE_CHECKING:
+    from ishiki_host.channels.base import InboundAttachment
+    from ishiki_host.runtime.events import IshikiEvent
+
+__all__ = ["FakeChannelHost", "FakeDelivery"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FakeDelivery:
+    """The receipt ``FakeChannelHost.dispatch`` returns (a ``Delivery``)."""
+
+    routed: bool = True
+    runtime_key: str | None = "test/runtime"
+    entry_id: int | None = None
+
+    async def settled(self) -> None:
+        """Nothing runs turns here: always settled."""
+
+
+class FakeChannelHost:
+    """A ``ChannelHost`` that records what a channel dispatches (see the module docstring).
+
+    ``root`` holds the connection's ``state_dir`` (``root/state``) and the resource home attachments are
+    captured into (``root/runtime``). The clock defaults to a ``FakeClock``: back-off waits only move when the
+    test advances it.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        clock: Clock | None = None,
+        logger: logging.Logger | None = None,
+        routed: bool = True,
+    ):
+        self.clock: Clock = clock or FakeClock()
+        self.state_dir = Path(root) / "state"
+        self.fetchers = AssetFetchers()
+        self.logger = logger or logging.getLogger("ishiki.channel.test")
+        self.resources: RuntimeResources = create_runtime_resources(
+            Path(root) / "runtime", clock=self.clock, fetchers=self.fetchers
+        )
+        self.routed = routed
+        self.events: list[IshikiEvent] = []
+        self.dispatches = 0
+        self._failures: collections.deque[BaseException] = collections.deque()
+        self._changed: anyio.Event | None = None
+
+    def fail_next(self, *errors: BaseException) -> None:
+        """The next dispatches raise these, in order, before anything is recorded."""
+        self._failures.extend(errors)
+
+    async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> FakeDelivery:
+        """Record ``event``, its ``attachments`` captured as ``asset://`` URLs; returns its receipt."""
+        self.dispatches += 1
+        try:
+            if self._failures:
+                raise self._failures.popleft()
+            if attachments:
+                captured = [await self._capture(item) for item in attachments]
+                event = dataclasses.replace(event, attachments=(*event.attachments, *captured))
+            if not self.routed:
+                return FakeDelivery(routed=False, runtime_key=None)
+            self.events.append(event)
+            return FakeDelivery(entry_id=len(self.events))
+        finally:
+            self._notify()
+
+    async def read_asset(self, url: str) -> Blob:
+        """The bytes of a captured attachment (fetched through the channel's fetcher on first read)."""
+        return await self.resources.center.read_bytes(url)
+
+    async def until(self, predicate: Callable[[], bool], *, deadline: float = 10.0) -> None:
+        """Return once ``predicate()`` holds; it is checked after every dispatch. ``deadline`` is a safety net."""
+        with anyio.fail_after(deadline):
+            while not predicate():
+                if self._changed is None:
+                    self._changed = anyio.Event()
+                await self._changed.wait()
+
+    async def wait_for_events(self, count: int, *, deadline: float = 10.0) -> list[IshikiEvent]:
+        """The recorded events, once there are at least ``count``."""
+        await self.until(lambda: len(self.events) >= count, deadline=deadline)
+        return list(self.events)
+
+    async def _capture(self, item: InboundAttachment) -> Attachment:
+        assets = self.resources.assets
+        if item.data is not None:
+            url = await assets.capture(item.data, media_type=item.media_type, name=item.name)
+        elif item.fetcher is not None:
+            url = await assets.capture_lazy(
+                item.fetcher, item.locator, media_type=item.media_type, name=item.name, size=item.size
+            )
+        else:
+            raise ValueError("an InboundAttachment needs data or a fetcher")
+        return Attachment(url=url, media_type=item.media_type, name=item.name, size=item.size)
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
