@@ -167,9 +167,11 @@ def load_mcp_config(
     path = mcp_file(config_dir, profile_dir)
     display = _display(path, config_dir)
     if not path.exists():
-        errors = ()
+        errors: tuple[MCPConfigInvalid, ...] = ()
         if selection:
-            errors = (MCPConfigInvalid(f"no {MCP_FILE} found, but servers {list(selection)} are selected", file=display),)
+            errors = (
+                MCPConfigInvalid(f"no {MCP_FILE} found, but servers {list(selection)} are selected", file=display),
+            )
         return MCPConfig(None, errors=errors)
     try:
         doc = _read(path, display)

@@ -23,7 +23,7 @@ from ishiki_host.runtime.resources import format_resource_url
 
 from ishiki_ext_mcp.config import MCP_FILE, MCPConfig, load_mcp_config
 from ishiki_ext_mcp.manager import MCPManager
-from ishiki_ext_mcp.resources import SCHEME, MCPResources, resource_url
+from ishiki_ext_mcp.resources import SCHEME, MCPResources, count, resource_url
 from ishiki_ext_mcp.tools import make_tools
 
 if TYPE_CHECKING:
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
     from ishiki_host.plugins.runtime_api import RuntimeContext
 
-    from ishiki_ext_mcp.runner import Listing, ServerRunner
+    from ishiki_ext_mcp.listing import Listing
+    from ishiki_ext_mcp.runner import ServerRunner
 
 __all__ = ["MCPExtension", "MCPInstance"]
 
@@ -175,7 +176,7 @@ class MCPInstance:
 def _runner_status(runner: ServerRunner, now: float) -> str:
     listing = runner.listing
     if runner.state == "ready":
-        counts = f"{_count(len(listing.tools), 'tool')}, {_count(len(listing.resources), 'resource')}"
+        counts = f"{count(len(listing.tools), 'tool')}, {count(len(listing.resources), 'resource')}"
         restarts = f", restarted {runner.starts - 1}x" if runner.starts > 1 else ""
         return f"ready, {counts} ({runner.info_text()}{restarts})"
     if runner.state in ("restarting", "failed"):
@@ -184,10 +185,6 @@ def _runner_status(runner: ServerRunner, now: float) -> str:
             retry = f"; next attempt in {max(0.0, runner.next_attempt - now):.0f} s"
         return f"{runner.state}: {runner.error}{retry}"
     return runner.state
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _instructions(runners: Sequence[ServerRunner]) -> str | None:

@@ -97,7 +97,9 @@ class HttpTransport:
             if spec.transport == "sse":
                 read, write = await stack.enter_async_context(sse_client(spec.url, headers=dict(spec.headers)))
             else:
-                client = await stack.enter_async_context(httpx2.AsyncClient(headers=dict(spec.headers), timeout=_TIMEOUT))
+                client = await stack.enter_async_context(
+                    httpx2.AsyncClient(headers=dict(spec.headers), timeout=_TIMEOUT)
+                )
                 read, write = await stack.enter_async_context(streamable_http_client(spec.url, http_client=client))
             try:
                 yield _Watched(read, self._lost), write

@@ -4,8 +4,9 @@ A server's resource URI rides in the ``uri`` query parameter: ``mcp://<server>?u
 example ``mcp://docs?uri=file:///guide.md``. The host's strict URL parser decodes path segments one by one
 and refuses a ``/`` inside one, so a whole URI cannot be a path segment; a query value may hold ``/``, ``:``,
 ``?`` and ``=`` as they are, and only ``%``, ``&``, ``#`` and spaces need escaping (``%25``, ``%26``,
-``%23``, ``%20``). ``mcp://<server>`` (no ``uri``) lists the server's resources and templates, and
-``mcp://`` lists the servers. ``?view=meta`` describes a listed resource without reading it.
+``%23``, ``%20``); control characters cannot be addressed (the parser refuses them everywhere).
+``mcp://<server>`` (no ``uri``) lists the server's resources and templates, and ``mcp://`` lists the
+servers. ``?view=meta`` describes a listed resource without reading it.
 
 Errors are ``ResourceError``: ``not_found`` (unknown server, or the server says the resource does not
 exist), ``unavailable`` (the server is not running, or timed out), ``read_failed`` (any other server error).
@@ -22,7 +23,7 @@ import mcp.types as types
 from ishiki_host.errors import ResourceError
 from ishiki_host.runtime.resources import Resource, format_resource_url
 
-from ishiki_ext_mcp.runner import CallError, CallTimedOut, ServerUnavailable
+from ishiki_ext_mcp.errors import CallError, CallTimedOut, ServerUnavailable
 
 if TYPE_CHECKING:
     from ishiki_host.runtime.resources import ResourceRequest
@@ -38,10 +39,17 @@ _NOT_FOUND_CODES = frozenset([_RESOURCE_NOT_FOUND, types.INVALID_PARAMS])
 
 def resource_url(server: str, uri: str) -> str:
     """The ``mcp://`` URL of ``uri`` on ``server`` (it parses back to the same server and URI)."""
-    escaped = "".join(
-        f"%{ord(ch):02X}" if ch in "%&#" or ch.isspace() or not ch.isprintable() else ch for ch in uri
-    )
+    escaped = "".join(_escape(ch) if ch in "%&#" or ch.isspace() or not ch.isprintable() else ch for ch in uri)
     return f"{format_resource_url(SCHEME, [server])}?uri={escaped}"
+
+
+def count(n: int, noun: str) -> str:
+    """``1 tool``, ``2 tools``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _escape(ch: str) -> str:
+    return "".join(f"%{byte:02X}" for byte in ch.encode("utf-8"))
 
 
 class MCPResources:
@@ -91,7 +99,9 @@ class MCPResources:
         runners = self._runners()
         if not runners:
             return "No MCP servers are configured for this profile."
-        lines = [f"{name}: {runner.state}, {len(runner.listing.resources)} resources" for name, runner in runners.items()]
+        lines = [
+            f"{name}: {runner.state}, {len(runner.listing.resources)} resources" for name, runner in runners.items()
+        ]
         return "\n".join([*lines, "", "Read mcp://<server> to list a server's resources."])
 
 

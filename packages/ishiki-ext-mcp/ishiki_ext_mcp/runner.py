@@ -33,7 +33,9 @@ from ishiki_host.core.dispatch import run_with_deadline
 from mcp import Client, MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from ishiki_ext_mcp.errors import CallError, CallTimedOut, ServerUnavailable
 from ishiki_ext_mcp.http import HttpTransport
+from ishiki_ext_mcp.listing import Listing, list_all
 from ishiki_ext_mcp.stdio import StartFailed, StdioTransport
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     from ishiki_ext_mcp.config import ServerSpec
     from ishiki_ext_mcp.stdio import ProcessInfo
 
-__all__ = ["Backoff", "Listing", "ServerRunner", "State"]
+__all__ = ["Backoff", "ServerRunner", "State"]
 
 State = Literal["starting", "ready", "restarting", "failed", "stopped"]
 T = TypeVar("T")
@@ -52,7 +54,6 @@ T = TypeVar("T")
 CLIENT_INFO = types.Implementation(name="ishiki-host", version="1")
 PROBE_SECONDS = 10.0
 STOP_SECONDS = 15.0
-_MAX_PAGES = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,22 +69,13 @@ class Backoff:
         return float(min(self.cap, self.base * 2 ** max(0, failures - 1)))
 
 
-@dataclass(frozen=True, slots=True)
-class Listing:
-    """What a server offers: tools, resources, resource templates and its instructions."""
-
-    tools: tuple[types.Tool, ...] = ()
-    resources: tuple[types.Resource, ...] = ()
-    templates: tuple[types.ResourceTemplate, ...] = ()
-    instructions: str | None = None
-
-
-class _Interrupted(Exception):
-    """Internal: the serving phase ended (``reason``)."""
-
-
 class ServerRunner:
-    """Supervises one server (see the module docstring). Read ``state``, ``error``, ``listing``, ``info``."""
+    """Supervises one server (see the module docstring).
+
+    Read ``state``, ``error`` (why it is not ready), ``listing``, ``info`` (pid, exit status),
+    ``protocol_version``, ``starts`` (successful starts), ``next_attempt`` (clock time of the next try, while
+    waiting) and ``checks`` (health checks done); ``wait_until`` waits for a change.
+    """
 
     def __init__(
         self,
@@ -100,6 +92,7 @@ class ServerRunner:
         self.logger = logger or logging.getLogger(f"ishiki.ext.mcp.{spec.name}")
         self.state: State = "starting"
         self.error: str | None = None
+        self.protocol_version: str | None = None
         self.listing = Listing()
         self.starts = 0
         self.failures = 0
@@ -135,6 +128,10 @@ class ServerRunner:
         """The current (or last) process: pid and exit status (empty for HTTP servers)."""
         return self.transport.info
 
+    def stop_requested(self) -> bool:
+        """Whether ``stop()`` was called (a method: the flag changes while the supervisor awaits)."""
+        return self._stopping
+
     @property
     def offers_tools(self) -> bool:
         """Whether its tools are offered: ready, or restarting with a listing from before."""
@@ -161,7 +158,7 @@ class ServerRunner:
             while not self._stopping:
                 await self._attempt()
                 self._first_attempt.set()
-                if self._stopping:
+                if self.stop_requested():
                     break
                 delay = self.backoff.delay(self.failures)
                 self.next_attempt = self.clock.now() + delay
@@ -197,7 +194,7 @@ class ServerRunner:
                         client_info=CLIENT_INFO,
                         cache=None,
                     ) as client:
-                        listing = await self._list(client)
+                        listing = await list_all(client)
                         watchdog.cancel()
                         was_up, up_since = True, self.clock.monotonic()
                         await self._serve(client, listing)
@@ -224,6 +221,7 @@ class ServerRunner:
     async def _serve(self, client: Client, listing: Listing) -> None:
         self._client = client
         self.listing = listing
+        self.protocol_version = client.protocol_version
         self.starts += 1
         self.state, self.error = "ready", None
         self._ready.set()
@@ -254,7 +252,10 @@ class ServerRunner:
         tail = self.transport.stderr_tail()
         exit_text = self.info.exit_text() if self.info.pid else ""
         details = "; ".join(part for part in (exit_text, f"stderr: {tail}" if tail else "") if part)
-        self.error = f"{'stopped serving' if was_up else 'failed to start'}: {why}" + (f" ({details})" if details else "")
+        verb = "start" if self.spec.transport == "stdio" else "connect"
+        self.error = f"{'stopped serving' if was_up else f'failed to {verb}'}: {why}" + (
+            f" ({details})" if details else ""
+        )
         self.state = "restarting" if self.starts else "failed"
 
     def _why_down(self) -> str:
@@ -320,7 +321,7 @@ class ServerRunner:
             await self._dirty.wait()
             self._dirty = anyio.Event()
             try:
-                listing = await run_with_deadline(self.clock, self.spec.timeout, lambda: self._list(client))
+                listing = await run_with_deadline(self.clock, self.spec.timeout, lambda: list_all(client))
             except Exception as exc:
                 self.logger.warning("MCP server %s: listing after a change failed: %s", self.name, _describe(exc))
                 continue
@@ -345,20 +346,6 @@ class ServerRunner:
             self.checks += 1
             self._notify()
 
-    async def _list(self, client: Client) -> Listing:
-        caps = client.server_capabilities
-        tools: list[types.Tool] = []
-        resources: list[types.Resource] = []
-        templates: list[types.ResourceTemplate] = []
-        if caps.tools is not None:
-            tools = await _pages(lambda cursor: client.list_tools(cursor=cursor), "tools")
-        if caps.resources is not None:
-            resources = await _pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
-            templates = await _pages(
-                lambda cursor: client.list_resource_templates(cursor=cursor), "resource_templates"
-            )
-        return Listing(tuple(tools), tuple(resources), tuple(templates), client.instructions)
-
     # -- calls ------------------------------------------------------------------------------------------
 
     async def connected(self) -> Client:
@@ -373,6 +360,9 @@ class ServerRunner:
             raise ServerUnavailable(
                 f"MCP server '{self.name}' is restarting ({self.error}) and was not back within {self.spec.timeout:g} s"
             ) from None
+        return self._live_client()
+
+    def _live_client(self) -> Client:
         if self._client is None:
             raise ServerUnavailable(f"MCP server '{self.name}' is not running: {self.error or self.state}")
         return self._client
@@ -391,44 +381,16 @@ class ServerRunner:
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self._lost()
-                raise ServerUnavailable(
-                    f"MCP server '{self.name}' closed the connection during {what} (it exited or crashed); "
-                    "it is being restarted"
-                ) from exc
-            raise CallError(f"MCP server '{self.name}' answered {what} with an error: {exc.error.message}", exc.code) from exc
+                if self.spec.transport == "stdio":
+                    why = "closed the connection during {} (it exited or crashed); it is being restarted"
+                else:
+                    why = "lost the connection during {}; reconnecting"
+                raise ServerUnavailable(f"MCP server '{self.name}' " + why.format(what)) from exc
+            raise CallError(
+                f"MCP server '{self.name}' answered {what} with an error: {exc.error.message}", exc.code
+            ) from exc
         except Exception as exc:
             raise CallError(f"MCP server '{self.name}' failed {what}: {_describe(exc)}", None) from exc
-
-
-class ServerUnavailable(Exception):
-    """The server is not running or went away during the request."""
-
-
-class CallError(Exception):
-    """The server answered a request with an error (``code`` is the JSON-RPC code, when there is one)."""
-
-    def __init__(self, message: str, code: int | None):
-        super().__init__(message)
-        self.code = code
-
-
-class CallTimedOut(CallError):
-    """The server did not answer within ``timeoutMs``."""
-
-    def __init__(self, message: str):
-        super().__init__(message, None)
-
-
-async def _pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
-    items: list[Any] = []
-    cursor: str | None = None
-    for _ in range(_MAX_PAGES):
-        page = await fetch(cursor)
-        items.extend(getattr(page, field))
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return items
 
 
 def _describe(exc: BaseException) -> str:

@@ -102,7 +102,9 @@ class StdioTransport:
     @asynccontextmanager
     async def connect(
         self,
-    ) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+    ) -> AsyncIterator[
+        tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+    ]:
         """Spawn the process and yield the SDK's (read, write) stream pair; stop the process on the way out."""
         process = await self._spawn()
         read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -219,8 +221,10 @@ async def _write_messages(
 
 
 async def _wait_exit(process: Process, seconds: float, *, group: bool = False) -> None:
+    # Polling, as the SDK does: waiting on the process also waits for its pipes, which a surviving helper
+    # holds open, and nothing signals the end of a process group.
     with anyio.move_on_after(seconds):
-        while process.returncode is None or (group and _group_alive(process.pid)):
+        while process.returncode is None or (group and _group_alive(process.pid)):  # noqa: ASYNC110
             await anyio.sleep(_POLL)
 
 

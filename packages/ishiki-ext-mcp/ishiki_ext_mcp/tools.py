@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 import mcp.types as types
 from ishiki_host.core.tools import Tool, ToolResult
 
-from ishiki_ext_mcp.errors import MCPCallFailed
+from ishiki_ext_mcp.errors import CallError, MCPCallFailed, ServerUnavailable
 from ishiki_ext_mcp.names import tool_names
 from ishiki_ext_mcp.resources import resource_url
-from ishiki_ext_mcp.runner import CallError, ServerUnavailable
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import ToolContext
@@ -81,7 +80,7 @@ def render_result(result: types.CallToolResult, server: str) -> ToolResult:
     return ToolResult(text, data=structured if structured is not None else text)
 
 
-def _content(block: types.ContentBlock, server: str) -> str:
+def _content(block: object, server: str) -> str:
     if isinstance(block, types.TextContent):
         return block.text
     if isinstance(block, types.ImageContent | types.AudioContent):

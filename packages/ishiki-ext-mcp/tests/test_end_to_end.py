@@ -85,7 +85,7 @@ async def test_a_turn_reads_a_server_resource(cfg: ConfigDir, open_runtime: Runt
 
 async def test_structured_and_error_results(cfg: ConfigDir, open_runtime: RuntimeFactory) -> None:
     cfg.write({"demo": demo()})
-    async with open_runtime() as (rt, instance):
+    async with open_runtime() as (_rt, instance):
         tools = {tool.name: tool for tool in instance.ishiki_tools()}
         echo = await tools["demo__echo"].handler({"text": "hi"}, None)  # type: ignore[arg-type]
         failed = await tools["demo__fail"].handler({"reason": "no luck"}, None)  # type: ignore[arg-type]

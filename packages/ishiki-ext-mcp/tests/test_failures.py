@@ -135,7 +135,7 @@ async def test_a_hung_server_is_killed_and_restarted(
         async with anyio.create_task_group() as tg:
 
             async def call_freeze() -> None:
-                with pytest.raises(Exception, match="did not answer the call of freeze within 0.5 s"):
+                with pytest.raises(Exception, match=r"did not answer the call of freeze within 0\.5 s"):
                     await freeze.handler({}, None)  # type: ignore[arg-type]
 
             tg.start_soon(call_freeze)

@@ -122,7 +122,9 @@ async def test_no_mcp_json_means_no_servers_and_a_status_line(cfg: ConfigDir, op
         assert instance.ishiki_status() == [f"mcp: no mcp.json in {cfg.root}"]
 
 
-async def test_a_disabled_server_is_not_started(cfg: ConfigDir, open_runtime: RuntimeFactory, children: Children) -> None:
+async def test_a_disabled_server_is_not_started(
+    cfg: ConfigDir, open_runtime: RuntimeFactory, children: Children
+) -> None:
     cfg.write({"off": demo(disabled=True)})
     before = children()
     async with open_runtime() as (_rt, instance):

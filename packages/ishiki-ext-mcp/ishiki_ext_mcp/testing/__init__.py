@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-
 from ishiki_host.config.profile_types import Profile
 from ishiki_host.core.tools import Tool, ToolContext
 from ishiki_host.testing.harness import RuntimeHarness
@@ -114,8 +113,6 @@ def child_pids() -> set[int]:
         if int(fields[1]) == me:
             found.add(int(entry))
     return found
-
-
 
 
 RuntimeFactory = Callable[..., AbstractAsyncContextManager[tuple[ConfigHarness, "MCPInstance"]]]

@@ -9,8 +9,8 @@ server stays healthy) and ``freeze`` (blocks the server's event loop: it answers
 Resource: ``note://greeting``; template ``note://{name}``.
 
 ``--legacy`` serves the ``initialize`` handshake only (the pre-2026 protocol), like an older server: the
-2026 ``server/discover`` probe is refused and clients fall back. ``--http``/``--sse`` serve on 127.0.0.1 at a free port
-and print ``http://127.0.0.1:<port>/mcp`` (or ``/sse``) on stdout once listening.
+2026 ``server/discover`` probe is refused and clients fall back. ``--http``/``--sse`` serve on 127.0.0.1 at a
+free port (or ``--port``) and print ``http://127.0.0.1:<port>/mcp`` (or ``/sse``) on stdout once listening.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ async def hang() -> str:
 @server.tool()
 async def freeze() -> str:
     """Block the server's event loop: nothing is answered any more."""
-    time.sleep(3600)
+    time.sleep(3600)  # noqa: ASYNC251 - blocking the loop is the point
     return "unreachable"
 
 
@@ -105,12 +105,12 @@ async def _serve_legacy_stdio() -> None:
         await serve_loop(low, read, write, lifespan_state=state, init_options=low.create_initialization_options())
 
 
-def _serve_http(kind: str) -> None:
+def _serve_http(kind: str, port: int) -> None:
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
     app = server.sse_app() if kind == "sse" else server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
@@ -126,9 +126,10 @@ def main(argv: list[str] | None = None) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1")
     group.add_argument("--sse", action="store_true", help="SSE on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="the HTTP port (default: a free one)")
     args = parser.parse_args(argv)
     if args.http or args.sse:
-        _serve_http("sse" if args.sse else "http")
+        _serve_http("sse" if args.sse else "http", args.port)
     elif args.legacy:
         anyio.run(_serve_legacy_stdio)
     else:
