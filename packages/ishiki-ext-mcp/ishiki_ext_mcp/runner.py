@@ -110,6 +110,7 @@ class ServerRunner:
         self._done = anyio.Event()
         self._interrupt = anyio.Event()
         self._reason = ""
+        self._noise = 0
         self._stopping = False
         self._stop = anyio.Event()
         self._dirty = anyio.Event()
@@ -178,6 +179,7 @@ class ServerRunner:
     async def _attempt(self) -> None:
         self._interrupt = anyio.Event()
         self._reason = ""
+        self._noise = 0
         self.transport.fast_stop = False
         was_up = False
         up_since = 0.0
@@ -302,7 +304,11 @@ class ServerRunner:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            self.logger.warning("MCP server %s sent something that is not MCP: %s", self.name, message)
+            # Servers that print logs on stdout send this on every line: say it once per connection.
+            self._noise += 1
+            level = logging.WARNING if self._noise == 1 else logging.DEBUG
+            more = " (more are logged at debug level)" if self._noise == 1 else ""
+            self.logger.log(level, "MCP server %s sent something that is not MCP%s: %s", self.name, more, message)
         elif isinstance(message, types.ToolListChangedNotification | types.ResourceListChangedNotification):
             self._dirty.set()
         elif isinstance(message, types.LoggingMessageNotification):

@@ -132,6 +132,9 @@ class StdioTransport:
     async def _spawn(self) -> Process:
         spec = self.spec
         assert spec.command is not None
+        self.info = ProcessInfo()
+        if spec.cwd is not None and not await anyio.to_thread.run_sync(spec.cwd.is_dir):
+            raise StartFailed(f"the working directory {spec.cwd} does not exist")
         env = {**get_default_environment(), **spec.env}
         log = await anyio.to_thread.run_sync(self._open_log)
         try:

@@ -246,3 +246,28 @@ async def test_a_missing_variable_fails_that_server_only(
     )
     assert status[1] == f"mcp needs: not started: {message}"
     assert f"mcp: server needs not started: {message}" in caplog.text
+
+
+async def test_log_lines_on_stdout_are_reported_once_and_the_server_works(
+    cfg: ConfigDir, open_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg.write({"noisy": demo("--noisy")})
+    caplog.set_level(logging.DEBUG, logger="ishiki.ext.mcp")
+    async with open_runtime() as (_rt, instance):
+        add = next(t for t in instance.ishiki_tools() if t.name == "noisy__add")
+        assert (await add.handler({"a": 1, "b": 2}, None)).content == "3"  # type: ignore[arg-type]
+    noise = [r for r in caplog.records if "sent something that is not MCP" in r.getMessage()]
+    assert [r.levelno for r in noise] == [logging.WARNING, logging.DEBUG]
+
+
+async def test_cwd_is_relative_to_the_mcp_json_and_must_exist(cfg: ConfigDir, open_runtime: RuntimeFactory) -> None:
+    (cfg.root / "work").mkdir()
+    cfg.write({"here": demo(cwd="work"), "nowhere": demo(cwd="missing")})
+    async with open_runtime() as (_rt, instance):
+        whoami = next(t for t in instance.ishiki_tools() if t.name == "here__whoami")
+        assert f"cwd={cfg.root / 'work'}" in (await whoami.handler({}, None)).content  # type: ignore[arg-type]
+        status = instance.ishiki_status()
+    assert status[1] == (
+        f"mcp nowhere: failed: failed to start: the working directory {cfg.root / 'missing'} does not exist; "
+        "next attempt in 1 s"
+    )

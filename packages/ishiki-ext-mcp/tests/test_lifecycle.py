@@ -5,7 +5,10 @@ Processes are counted from /proc (children of the test process), so "no orphan" 
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +16,6 @@ import pytest
 
 from ishiki_ext_mcp import MCPManager
 from ishiki_ext_mcp.testing import ConfigDir, RuntimeFactory, demo
-
-pytestmark = pytest.mark.anyio
 
 Children = Callable[[], set[int]]
 
@@ -24,6 +25,7 @@ async def call(instance: Any, name: str, arguments: dict[str, Any]) -> Any:
     return await tool.handler(arguments, None)
 
 
+@pytest.mark.anyio
 async def test_runtimes_of_one_profile_share_one_server_process(
     cfg: ConfigDir, open_runtime: RuntimeFactory, children: Children
 ) -> None:
@@ -48,6 +50,7 @@ async def test_runtimes_of_one_profile_share_one_server_process(
     assert MCPManager.of(services).runners == ()
 
 
+@pytest.mark.anyio
 async def test_profiles_get_their_own_processes(
     cfg: ConfigDir, open_runtime: RuntimeFactory, children: Children
 ) -> None:
@@ -63,6 +66,7 @@ async def test_profiles_get_their_own_processes(
     assert children() == before
 
 
+@pytest.mark.anyio
 async def test_a_changed_spec_starts_a_new_process_for_new_runtimes(
     cfg: ConfigDir, open_runtime: RuntimeFactory, children: Children
 ) -> None:
@@ -79,6 +83,7 @@ async def test_a_changed_spec_starts_a_new_process_for_new_runtimes(
     assert children() == before
 
 
+@pytest.mark.anyio
 async def test_the_manager_stops_every_server_when_the_host_exits(
     cfg: ConfigDir, open_runtime: RuntimeFactory, children: Children
 ) -> None:
@@ -94,6 +99,7 @@ async def test_the_manager_stops_every_server_when_the_host_exits(
     assert children() == before
 
 
+@pytest.mark.anyio
 async def test_a_profile_local_mcp_json_replaces_the_shared_one(cfg: ConfigDir, open_runtime: RuntimeFactory) -> None:
     cfg.write({"shared": demo()})
     cfg.write({"own": demo()}, profile="special")
@@ -104,6 +110,7 @@ async def test_a_profile_local_mcp_json_replaces_the_shared_one(cfg: ConfigDir, 
         assert list(plain.runners) == ["shared"]
 
 
+@pytest.mark.anyio
 async def test_servers_selects_and_an_unknown_name_is_reported(cfg: ConfigDir, open_runtime: RuntimeFactory) -> None:
     cfg.write({"alpha": demo(), "beta": demo()})
     async with open_runtime(servers=["beta", "alpah"]) as (_rt, instance):
@@ -115,6 +122,7 @@ async def test_servers_selects_and_an_unknown_name_is_reported(cfg: ConfigDir, o
     assert re.fullmatch(r"mcp beta: ready, 8 tools, 1 resource \(pid \d+\)", status[1])
 
 
+@pytest.mark.anyio
 async def test_no_mcp_json_means_no_servers_and_a_status_line(cfg: ConfigDir, open_runtime: RuntimeFactory) -> None:
     async with open_runtime() as (_rt, instance):
         assert instance.ishiki_tools() == []
@@ -122,6 +130,7 @@ async def test_no_mcp_json_means_no_servers_and_a_status_line(cfg: ConfigDir, op
         assert instance.ishiki_status() == [f"mcp: no mcp.json in {cfg.root}"]
 
 
+@pytest.mark.anyio
 async def test_a_disabled_server_is_not_started(
     cfg: ConfigDir, open_runtime: RuntimeFactory, children: Children
 ) -> None:
@@ -130,3 +139,41 @@ async def test_a_disabled_server_is_not_started(
     async with open_runtime() as (_rt, instance):
         assert children() == before
         assert instance.ishiki_status() == [f"mcp off: disabled in {cfg.root / 'mcp.json'}"]
+
+
+HOST_THAT_FORGETS = """
+import sys
+from pathlib import Path
+
+import anyio
+from ishiki_host.core.clock import SystemClock
+
+from ishiki_ext_mcp import MCPManager, load_mcp_config
+
+
+async def main() -> None:
+    root = Path(sys.argv[1])
+    (spec,) = load_mcp_config(root).servers
+    runner = MCPManager().acquire("p", spec, clock=SystemClock(), data_dir=root)
+    await runner.first_attempt()
+    print(runner.info.pid, flush=True)
+    # the host's loop ends here without stopping its runtimes: the loop cancels the supervisor
+
+
+anyio.run(main)
+"""
+
+
+def test_servers_end_with_the_event_loop_even_when_nobody_stopped_them(cfg: ConfigDir) -> None:
+    cfg.write({"demo": demo()})
+    done = subprocess.run(
+        [sys.executable, "-c", HOST_THAT_FORGETS, str(cfg.root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    pid = int(done.stdout.strip())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

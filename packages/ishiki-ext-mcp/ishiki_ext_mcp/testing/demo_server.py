@@ -1,6 +1,6 @@
 """A small MCP server (official SDK) for tests, benchmarks and trying the extension out.
 
-    python -m ishiki_ext_mcp.testing.demo_server [--legacy] [--http | --sse]
+    python -m ishiki_ext_mcp.testing.demo_server [--legacy] [--noisy] [--http | --sse] [--port N]
 
 Tools: ``add`` and ``echo`` (plain answers), ``whoami`` (pid, the ``DEMO_SECRET`` variable, the
 ``x-demo`` request header over HTTP), ``fail`` (an ``isError`` result), ``grow`` (adds a tool, then sends
@@ -8,9 +8,10 @@ Tools: ``add`` and ``echo`` (plain answers), ``whoami`` (pid, the ``DEMO_SECRET`
 server stays healthy) and ``freeze`` (blocks the server's event loop: it answers nothing any more).
 Resource: ``note://greeting``; template ``note://{name}``.
 
-``--legacy`` serves the ``initialize`` handshake only (the pre-2026 protocol), like an older server: the
-2026 ``server/discover`` probe is refused and clients fall back. ``--http``/``--sse`` serve on 127.0.0.1 at a
-free port (or ``--port``) and print ``http://127.0.0.1:<port>/mcp`` (or ``/sse``) on stdout once listening.
+``--noisy`` prints two log lines on stdout first, as badly behaved servers do. ``--legacy`` serves the
+``initialize`` handshake only (the pre-2026 protocol), like an older server: the 2026 ``server/discover``
+probe is refused and clients fall back. ``--http``/``--sse`` serve on 127.0.0.1 at a free port (or
+``--port``) and print ``http://127.0.0.1:<port>/mcp`` (or ``/sse``) on stdout once listening.
 """
 
 from __future__ import annotations
@@ -127,7 +128,10 @@ def main(argv: list[str] | None = None) -> None:
     group.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1")
     group.add_argument("--sse", action="store_true", help="SSE on 127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="the HTTP port (default: a free one)")
+    parser.add_argument("--noisy", action="store_true", help="print log lines on stdout (as badly behaved servers do)")
     args = parser.parse_args(argv)
+    if args.noisy:
+        print("demo server starting (a log line on stdout)\nstill starting", flush=True)
     if args.http or args.sse:
         _serve_http("sse" if args.sse else "http", args.port)
     elif args.legacy:
