@@ -29,7 +29,7 @@ from ishiki_ext_mcp.tools import make_tools
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ishiki_host.core.tools import Tool
+    from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.plugins.runtime_api import RuntimeContext
 
     from ishiki_ext_mcp.listing import Listing
@@ -102,11 +102,16 @@ class MCPInstance:
         for spec in self._config.servers:
             runner = self._manager.acquire(ctx.profile.id, spec, clock=ctx.clock, data_dir=ctx.data_dir)
             self._runners[spec.name] = runner
-        self._deregister = ctx.resources.register(SCHEME, MCPResources(lambda: self._runners), owner="mcp")
+        handler = MCPResources(lambda: self._runners, self._turn_trust)
+        self._deregister = ctx.resources.register(SCHEME, handler, owner="mcp")
         async with anyio.create_task_group() as tg:
             for runner in self._runners.values():
                 tg.start_soon(runner.first_attempt)
         return self._close
+
+    def _turn_trust(self) -> TrustLevel | None:
+        turn = self._ctx.agent.current_turn
+        return turn.setup.trust if turn is not None and turn.setup is not None else None
 
     def _log_config_problems(self) -> None:
         logger = self._ctx.logger

@@ -9,7 +9,8 @@ and refuses a ``/`` inside one, so a whole URI cannot be a path segment; a query
 servers. ``?view=meta`` describes a listed resource without reading it.
 
 Errors are ``ResourceError``: ``not_found`` (unknown server, or the server says the resource does not
-exist), ``unavailable`` (the server is not running, or timed out), ``read_failed`` (any other server error).
+exist), ``unavailable`` (the server is not running, timed out, or needs more trust than the running turn
+has), ``read_failed`` (any other server error).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import mcp.types as types
+from ishiki_host.core.tools import TrustLevel, trust_allows
 from ishiki_host.errors import ResourceError
 from ishiki_host.runtime.resources import Resource, format_resource_url
 
@@ -53,10 +55,18 @@ def _escape(ch: str) -> str:
 
 
 class MCPResources:
-    """The ``mcp`` scheme handler of one runtime; ``runners()`` gives its servers by name."""
+    """The ``mcp`` scheme handler of one runtime; ``runners()`` gives its servers by name.
 
-    def __init__(self, runners: Callable[[], Mapping[str, ServerRunner]]):
+    ``trust()`` is the trust level of the running turn (``None`` outside turns: the host itself reads). A
+    server's resources are read only by turns at or above the server's ``trust``, as its tools are offered:
+    the ``read`` tool is open to every turn, so the check belongs here.
+    """
+
+    def __init__(
+        self, runners: Callable[[], Mapping[str, ServerRunner]], trust: Callable[[], TrustLevel | None] = lambda: None
+    ):
         self._runners = runners
+        self._trust = trust
 
     async def read(self, request: ResourceRequest) -> Resource:
         """Serve one ``mcp://`` URL (see the module docstring)."""
@@ -93,6 +103,12 @@ class MCPResources:
         if runner is None:
             known = ", ".join(sorted(runners)) or "none"
             raise ResourceError("not_found", f"no MCP server '{server}' in this profile (servers: {known})")
+        level = self._trust()
+        if level is not None and not trust_allows(level, runner.spec.trust):
+            raise ResourceError(
+                "unavailable",
+                f"the resources of MCP server '{server}' need trust {runner.spec.trust}; this turn is {level}",
+            )
         return runner
 
     def _servers_text(self) -> str:

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources import parse_resource_url
+from ishiki_host.runtime.resources import ResourceRequest, parse_resource_url
 
 from ishiki_ext_mcp import resource_url
+from ishiki_ext_mcp.resources import MCPResources
 from ishiki_ext_mcp.testing import ConfigDir, RuntimeFactory, demo
 
 pytestmark = pytest.mark.anyio
@@ -63,3 +64,20 @@ async def test_reads_listings_meta_and_errors(cfg: ConfigDir, open_runtime: Runt
             await center.read("mcp://demo/note/greeting")
         assert as_path.value.code == "invalid_resource_uri"
         assert "mcp://<server>?uri=<resource uri>" in str(as_path.value)
+
+
+async def test_a_turn_below_the_servers_trust_cannot_read_its_resources(
+    cfg: ConfigDir, open_runtime: RuntimeFactory
+) -> None:
+    cfg.write({"private": demo(trust="owner")})
+    async with open_runtime() as (_rt, instance):
+        for level, allowed in (("untrusted", False), ("trusted", False), ("owner", True), (None, True)):
+            handler = MCPResources(lambda: instance.runners, lambda level=level: level)
+            request = ResourceRequest(parse_resource_url("mcp://private?uri=note://greeting"))
+            if allowed:
+                assert (await handler.read(request)).text == "hello from the resource"
+                continue
+            with pytest.raises(ResourceError) as refused:
+                await handler.read(request)
+            assert refused.value.code == "unavailable"
+            assert f"need trust owner; this turn is {level}" in str(refused.value)
