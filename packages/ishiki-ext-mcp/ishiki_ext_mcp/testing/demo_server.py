@@ -112,6 +112,7 @@ def _serve_http(kind: str, port: int) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
+    sock.listen(128)  # connections wait in the backlog until uvicorn accepts: the printed URL works at once
     port = sock.getsockname()[1]
     app = server.sse_app() if kind == "sse" else server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
