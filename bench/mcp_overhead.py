@@ -5,14 +5,13 @@ its ``add`` tool in sequence. The direct side is ``mcp.Client(StdioServerParamet
 extension side is the ``demo__add`` tool handler a persona's turn runs, mounted on a real runtime
 (``RuntimeHarness``): the supervisor's live-client lookup, the call deadline on the host clock, the SDK call
 over the extension's own stdio transport, and rendering into a ``ToolResult``. Each side has its own
-server process. Prints each run's p50s and the median ratio of p50s (target <= 1.25).
+server process. The runs are paired; the target (<= 1.25) is this project's own, the issue names none.
 
-    .venv/bin/python bench/mcp_overhead.py [--quick] [--calls N] [--runs N]
+    .venv/bin/python bench/mcp_overhead.py [--quick] [--calls N] [--runs N] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -20,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
+from _report import Bench, run
 from ishiki_ext_mcp import MCPExtension
 from ishiki_ext_mcp.testing import DEMO_MODULE, ConfigDir, ConfigHarness, demo
 from mcp import Client, StdioServerParameters
@@ -51,8 +50,11 @@ async def extension_latencies(tool: Any, calls: int) -> list[float]:
     return latencies
 
 
-async def measure(root: Path, calls: int, runs: int) -> float:
-    """The median over ``runs`` of the extension-to-direct p50 ratio."""
+async def measure_in(bench: Bench, root: Path) -> None:
+    """Paired runs (order alternating) of the extension's and the SDK client's p50 per call."""
+    runs = bench.runs(quick=3, full=5)
+    calls = 200 if bench.quick else bench.args.calls
+    bench.note(f"{runs} runs of {calls} sequential calls to the demo server's add tool, each side its own server")
     config = ConfigDir(root / "config")
     config.root.mkdir()
     config.write({"demo": demo()})
@@ -71,35 +73,30 @@ async def measure(root: Path, calls: int, runs: int) -> float:
         tool = next(t for t in instance.ishiki_tools() if t.name == "demo__add")
         await direct_latencies(client, 50)  # warm up both paths
         await extension_latencies(tool, 50)
-        ratios = []
+        extension: list[float] = []
+        direct: list[float] = []
         for run in range(runs):
             # alternate the order so drift (thermal, caches) does not favour one side
             if run % 2:
-                ext_p50 = statistics.median(await extension_latencies(tool, calls))
-                direct_p50 = statistics.median(await direct_latencies(client, calls))
+                extension.append(statistics.median(await extension_latencies(tool, calls)))
+                direct.append(statistics.median(await direct_latencies(client, calls)))
             else:
-                direct_p50 = statistics.median(await direct_latencies(client, calls))
-                ext_p50 = statistics.median(await extension_latencies(tool, calls))
-            ratios.append(ext_p50 / direct_p50)
-            print(f"run {run + 1}: direct p50 {direct_p50 * 1e6:8.1f} us", end="")
-            print(f"  extension p50 {ext_p50 * 1e6:8.1f} us  ratio {ratios[-1]:.3f}")
-    ratio = statistics.median(ratios)
-    verdict = "ok" if ratio <= 1.25 else "ABOVE TARGET"
-    print(f"mcp overhead: p50 ratio {ratio:.3f} (median of {runs} runs of {calls} calls; target <= 1.25) {verdict}")
-    return ratio
+                direct.append(statistics.median(await direct_latencies(client, calls)))
+                extension.append(statistics.median(await extension_latencies(tool, calls)))
+    bench.add("tool call through the extension, p50", "s", extension,
+              baseline="mcp.Client.call_tool, p50", baseline_samples=direct, paired=True, target="<= 1.25")  # fmt: skip
 
 
-def main(calls: int, runs: int) -> float:
+async def measure(bench: Bench) -> None:
     """Measure in a temporary config directory."""
     with tempfile.TemporaryDirectory(prefix="ishiki-mcp-bench-") as root:
-        return anyio.run(measure, Path(root), calls, runs)
+        await measure_in(bench, Path(root))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv, arguments=lambda p: p.add_argument("--calls", type=int, default=1000))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="200 calls x 3 runs")
-    parser.add_argument("--calls", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
-    calls, runs = (200, 3) if args.quick else (args.calls, args.runs)
-    main(calls, runs)
+    sys.exit(main())
