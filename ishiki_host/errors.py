@@ -29,6 +29,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         │   └── FactLogLocked           another process holds the log
         ├── AgentBusy                   ``send(..., if_busy="reject")`` while a turn runs
         ├── AgentStopped                the agent is not running (never started, or stopped)
+        ├── RuntimeStartFailed          a runtime could not start (an engine, extension or its log failed)
         ├── ResourceError               a resource URL cannot be read (``code``)
         ├── StoreError                  the memory database cannot be opened or used
         ├── SandboxError                a codemode program failed, or hit a limit
@@ -69,6 +70,7 @@ __all__ = [
     "ProfileInvalid",
     "ResourceError",
     "RunError",
+    "RuntimeStartFailed",
     "SandboxError",
     "StoreError",
     "ToolConflictError",
@@ -242,6 +244,13 @@ class AgentBusy(RunError):
 
 class AgentStopped(RunError):
     """The agent is not running: it was never started with ``tg.start(agent.run)``, or it was stopped."""
+
+
+class RuntimeStartFailed(RunError):
+    """A runtime could not start: an engine's or extension's ``create`` raised, or its fact log failed.
+
+    The input that asked for it is not taken (a channel does not confirm it); the host keeps serving.
+    """
 
 
 class ResourceError(RunError):

@@ -1,48 +1,72 @@
-"""``RuntimeHarness``: a real runtime context without a Host, for tests of engines and extensions.
+"""``RuntimeHarness``: the real ``AgentRuntime``, without a Host, for tests of engines and extensions.
 
-It builds the real parts a runtime is made of (a fact log, an event bus, an agent, a resource center, a
-plugin manager for extension instances) in a temporary home, and implements ``RuntimeContext``. A test mounts
-the instances it wants to exercise and drives turns::
+It is an ``AgentRuntime`` (so a ``RuntimeContext``) whose parts are made up for the test: a profile (a
+default one unless given), the model given, a temporary home, a ``FakeConnection`` as its only channel
+(``harness.channel``, at ``sid``). A test mounts the instances it wants to exercise and drives turns::
 
     async with RuntimeHarness(tmp_path, model=ScriptedModel([...])) as rt:
         await rt.mount_extension(MyExtension().create(rt, {}))
         outcome = await rt.say("hello")   # appends a user message and runs one turn
 
-Tools of mounted extensions and ``extra_tools`` are offered every turn; instructions of extensions are joined
-into the system prompt after ``persona``. The harness has no channels: ``send_message`` is not a kernel tool
-here (tests that need it pass their own tool).
+Tools of mounted extensions and ``extra_tools`` are offered every turn, and instructions of extensions are
+joined into the system prompt after the persona and the control-flow section. The kernel tools (read,
+send_message, finish, wait) are offered only with ``kernel_tools=True``; ``hooks`` are agent hooks composed
+first. ``wakeup``, ``context`` and ``toolcall`` take engine provider objects (``EveryMessageWakeup()``, or an
+``EngineUse`` with a config) whose ``create`` makes the runtime's instances, as a host would. Leaving the
+block stops the runtime like a host would: turns end, every extension's ``ishiki_stop`` and dispose run, the
+log is closed.
 """
 
 from __future__ import annotations
 
-import logging
-import random
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ishiki_host.config.profile_types import Profile
-from ishiki_host.core.agent import Agent
-from ishiki_host.core.bus import EventBus
 from ishiki_host.core.clock import Clock, FakeClock
-from ishiki_host.core.factlog import FactLog
-from ishiki_host.core.hooks import AgentHooks
 from ishiki_host.core.messages import Message
-from ishiki_host.core.model import LanguageModel, Priority
-from ishiki_host.core.tools import Tool
-from ishiki_host.core.turns import Turn, TurnHandle, TurnOutcome, TurnSetup
-from ishiki_host.plugins.hooks import await_results, call_in_order, make_plugin_manager
+from ishiki_host.runtime.events import parse_sid
+from ishiki_host.runtime.parts import EngineUse, HostServices, ProfileParts
 from ishiki_host.runtime.paths import RuntimeKey
-from ishiki_host.runtime.resources import ResourceCenter, create_runtime_resources
+from ishiki_host.runtime.runtime import AgentRuntime
+from ishiki_host.testing.channels import FakeConnection
+
+if TYPE_CHECKING:
+    from ishiki_host.channels.base import ChannelConnection
+    from ishiki_host.core.hooks import AgentHooks
+    from ishiki_host.core.model import LanguageModel
+    from ishiki_host.core.tools import Tool
+    from ishiki_host.core.turns import TurnOutcome
 
 __all__ = ["RuntimeHarness"]
 
 
-class RuntimeHarness:
-    """A standalone runtime context on real parts (see the module docstring)."""
+def _use(kind: str, provider: Any) -> EngineUse | None:
+    if provider is None or isinstance(provider, EngineUse):
+        return provider
+    return EngineUse(type(provider).__name__, provider, {})
+
+
+class _OneChannel:
+    """Outlets holding one connection."""
+
+    def __init__(self, connection: FakeConnection):
+        self.connection_ = connection
+        self.noted: list[tuple[str, str, tuple[str, ...]]] = []
+
+    def connection(self, sid: str) -> ChannelConnection | None:
+        return self.connection_ if sid == self.connection_.sid else None
+
+    def note_sent(self, sid: str, channel_id: str, ids: Sequence[str]) -> None:
+        self.noted.append((sid, channel_id, tuple(ids)))
+
+
+class RuntimeHarness(AgentRuntime):
+    """A real runtime on made-up parts (see the module docstring)."""
 
     def __init__(
         self,
@@ -59,180 +83,59 @@ class RuntimeHarness:
         seed: int = 0,
         sid: str = "console:local",
         channel_id: str = "private:local",
+        kernel_tools: bool = False,
+        wakeup: Any = None,
+        context: Any = None,
+        toolcall: Any = None,
     ):
-        self._home = Path(home)
-        self._model = model
-        self._profile = profile or Profile(
-            id="test",
-            directory=self._home,
-            file=self._home / "profile.yml",
-            persona="You are a test persona.",
-            model="test",
+        home = Path(home)
+        profile = profile or Profile(
+            id="test", directory=home, file=home / "profile.yml", persona="You are a test persona.", model="test"
         )
-        self._clock = clock or FakeClock()
-        self._hooks = list(hooks)
-        self._extra_tools = list(extra_tools)
+        platform, self_id = parse_sid(sid)
+        self.channel = FakeConnection(platform=platform, self_id=self_id)
         self._models = dict(models or {})
-        self._services = dict(services or {})
-        self._context_window = context_window
-        self._rng = random.Random(seed)
-        self._sid = sid
-        self._channel_id = channel_id
-        self._key = RuntimeKey.for_channel(self._profile.id, sid, channel_id)
-        self._bus = EventBus()
-        self._pm = make_plugin_manager()
-        self._plugins: list[object] = []
-        self._disposers: list[Any] = []
+        host = HostServices(
+            clock=clock or FakeClock(),
+            config_dir=home,
+            data_dir=home,
+            outlets=_OneChannel(self.channel),
+            models=self._model_for,
+            services=dict(services or {}),
+            seed=seed,
+        )
+        parts = ProfileParts(
+            profile=profile,
+            model=model,
+            context_window=context_window,
+            context=_use("context", context),
+            wakeup=_use("wakeup", wakeup),
+            toolcall=_use("toolcall", toolcall),
+        )
+        key = RuntimeKey.for_channel(profile.id, sid, channel_id)
+        super().__init__(
+            key, parts, host, home=home, extra_hooks=hooks, extra_tools=extra_tools, kernel_tools=kernel_tools
+        )
         self._stack = AsyncExitStack()
-        self._log: FactLog | None = None
-        self._agent: Agent | None = None
-        self._resources: ResourceCenter | None = None
 
-    # -- RuntimeContext --------------------------------------------------------------------------------
-
-    @property
-    def key(self) -> RuntimeKey:
-        """The runtime's key."""
-        return self._key
-
-    @property
-    def profile(self) -> Profile:
-        """The profile."""
-        return self._profile
-
-    @property
-    def sid(self) -> str | None:
-        """The channel's sid."""
-        return self._sid
-
-    @property
-    def channel_id(self) -> str | None:
-        """The channel id."""
-        return self._channel_id
-
-    @property
-    def home(self) -> Path:
-        """The runtime home."""
-        return self._home
-
-    @property
-    def config_dir(self) -> Path:
-        """The profile directory's parent's parent, or the home when built by hand."""
-        return self._home
-
-    @property
-    def data_dir(self) -> Path:
-        """The home (a harness has no separate data dir)."""
-        return self._home
-
-    @property
-    def clock(self) -> Clock:
-        """The clock."""
-        return self._clock
-
-    @property
-    def rng(self) -> random.Random:
-        """A seeded random source."""
-        return self._rng
-
-    @property
-    def logger(self) -> logging.Logger:
-        """A logger named after the key."""
-        return logging.getLogger(f"ishiki.runtime.{self._key}")
-
-    @property
-    def log(self) -> FactLog:
-        """The fact log (open while the harness is)."""
-        assert self._log is not None, "use the harness as an async context manager"
-        return self._log
-
-    @property
-    def bus(self) -> EventBus:
-        """The event bus."""
-        return self._bus
-
-    @property
-    def agent(self) -> Agent:
-        """The agent (running while the harness is)."""
-        assert self._agent is not None, "use the harness as an async context manager"
-        return self._agent
-
-    @property
-    def resources(self) -> ResourceCenter:
-        """The resource center."""
-        assert self._resources is not None, "use the harness as an async context manager"
-        return self._resources
-
-    @property
-    def model(self) -> LanguageModel:
-        """The profile's model."""
-        return self._model
-
-    @property
-    def context_window(self) -> int:
-        """The context window given to the harness."""
-        return self._context_window
-
-    @property
-    def services(self) -> dict[str, Any]:
-        """Host-wide services given to the harness."""
-        return self._services
-
-    def models(self, ref: str) -> LanguageModel:
-        """A model from ``models``; the profile's model for the profile's own reference."""
+    def _model_for(self, ref: str) -> LanguageModel:
         if ref in self._models:
             return self._models[ref]
-        if ref == self._profile.model:
-            return self._model
+        if ref == self.profile.model:
+            return self.model
         raise KeyError(f"the harness has no model {ref!r}; pass it in models=")
 
-    async def wake(self, prompt: str | None = None, *, priority: Priority = "interactive") -> TurnHandle:
-        """Queue a turn; a missing or blank prompt is "Continue."."""
-        return await self.agent.continue_(prompt or "Continue.", priority=priority, reason="wake")
-
-    # -- driving ---------------------------------------------------------------------------------------
-
     async def __aenter__(self) -> RuntimeHarness:
-        self._home.mkdir(parents=True, exist_ok=True)
-        self._log = await FactLog.open(self._home / "facts.jsonl", clock=self._clock)
-        self._stack.push_async_callback(self._log.close)
-        self._resources = create_runtime_resources(self._home, clock=self._clock).center
-        self._agent = Agent(self._log, self._model, self._setup, hooks=self._hooks, bus=self._bus, clock=self._clock)
+        self.home.mkdir(parents=True, exist_ok=True)
         tg = await self._stack.enter_async_context(anyio.create_task_group())
-        self._stack.push_async_callback(self._shutdown)
-        await tg.start(self._agent.run)
+        self._stack.push_async_callback(self.stop)
+        await tg.start(self.run)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self._stack.aclose()
 
-    async def _shutdown(self) -> None:
-        with anyio.CancelScope(shield=True):
-            await call_in_order(self._pm, "ishiki_stop", self._plugins, return_exceptions=True, runtime=self)
-            for dispose in reversed(self._disposers):
-                try:
-                    await await_results([dispose()])
-                except Exception:
-                    self.logger.exception("dispose of an extension failed")
-            if self._agent is not None:
-                await self._agent.stop()
-
-    async def mount_extension(self, instance: object) -> None:
-        """Register an extension instance and run its ``ishiki_attach``."""
-        self._pm.register(instance)
-        self._plugins.append(instance)
-        disposers = await call_in_order(self._pm, "ishiki_attach", [instance], runtime=self)
-        self._disposers.extend(d for d in disposers if callable(d))
-
     async def say(self, text: str) -> TurnOutcome:
         """Append a user message and run one turn; returns its outcome (wrap it in a deadline)."""
         await self.agent.send(Message.user(text))
         return await (await self.agent.continue_(reason="test"))
-
-    async def _setup(self, turn: Turn) -> TurnSetup:
-        tools = list(self._extra_tools)
-        for batch in await call_in_order(self._pm, "ishiki_tools", self._plugins, runtime=self):
-            tools.extend(batch or ())
-        sections = [self._profile.persona]
-        sections += [s for s in await call_in_order(self._pm, "ishiki_instructions", self._plugins, runtime=self) if s]
-        return TurnSetup(system="\n\n".join(sections), tools=tools)
