@@ -271,8 +271,8 @@ class Host:
     async def reload(self) -> ReloadReport:
         """Load the config dir again and apply what changed (see ``ishiki_host.runtime.host_setup``)."""
         async with self._reload_lock:
-            if self._stopping:
-                return ReloadReport()
+            if self._stopping or self._channels is None:
+                return ReloadReport()  # not started (yet), or stopping
             new = await anyio.to_thread.run_sync(self._load)
             old, report = self.config, ReloadReport()
             log_config_problems(new, only_new_against=old)
