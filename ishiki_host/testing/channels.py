@@ -3,7 +3,8 @@
 ``FakeConnection`` implements ``ChannelConnection``: ``send`` splits at ``limit`` and records a
 ``SentMessage`` (ids ``out-1``, ``out-2``...), ``send_typing`` records the channel, and ``say(text)`` shapes an
 event and dispatches it through the ``ChannelHost`` the connection was made with, returning the host's
-``Delivery``. ``fail_sends`` makes the next sends fail with the given errors. ``FakeChannel`` is its plugin
+``Delivery``. ``fail_sends`` scripts the next sends: each entry is consumed by one send, an error text fails
+it, ``None`` lets it through. ``FakeChannel`` is its plugin
 class (platform ``fake``), for hosts built with ``registry_with``.
 """
 
@@ -52,7 +53,7 @@ class FakeConnection:
         self.sent: list[SentMessage] = []
         self.typing: list[str] = []
         self.files: list[tuple[str, int]] = []
-        self.fail_sends: list[str] = []
+        self.fail_sends: list[str | None] = []
         self.runs = 0
         self._ids = itertools.count(1)
         self._inbound_ids = itertools.count(1)
@@ -81,8 +82,9 @@ class FakeConnection:
 
     async def send(self, channel_id: str, text: str, *, reply_to: str | None = None) -> SendResult:
         """Record the message (split at ``limit``); a queued failure in ``fail_sends`` fails it instead."""
-        if self.fail_sends:
-            return SendResult((), self.fail_sends.pop(0))
+        failure = self.fail_sends.pop(0) if self.fail_sends else None
+        if failure is not None:
+            return SendResult((), failure)
         parts = split_message(text, self.limit)
         ids = tuple(f"out-{next(self._ids)}" for _ in parts)
         self.sent.append(SentMessage(channel_id, text, reply_to, ids))

@@ -12,7 +12,8 @@ Tools of mounted extensions and ``extra_tools`` are offered every turn, and inst
 joined into the system prompt after the persona and the control-flow section. The kernel tools (read,
 send_message, finish, wait) are offered only with ``kernel_tools=True``; ``hooks`` are agent hooks composed
 first. ``wakeup``, ``context`` and ``toolcall`` take engine provider objects (``EveryMessageWakeup()``, or an
-``EngineUse`` with a config) whose ``create`` makes the runtime's instances, as a host would. Leaving the
+``EngineUse`` with a config) whose ``create`` makes the runtime's instances, as a host would. A profile in
+cross mode gives the runtime the cross key (``<profile>/main``). Leaving the
 block stops the runtime like a host would: turns end, every extension's ``ishiki_stop`` and dispose run, the
 log is closed.
 """
@@ -87,6 +88,7 @@ class RuntimeHarness(AgentRuntime):
         wakeup: Any = None,
         context: Any = None,
         toolcall: Any = None,
+        accepts_images: bool = False,
     ):
         home = Path(home)
         profile = profile or Profile(
@@ -108,11 +110,12 @@ class RuntimeHarness(AgentRuntime):
             profile=profile,
             model=model,
             context_window=context_window,
+            accepts_images=accepts_images,
             context=_use("context", context),
             wakeup=_use("wakeup", wakeup),
             toolcall=_use("toolcall", toolcall),
         )
-        key = RuntimeKey.for_channel(profile.id, sid, channel_id)
+        key = RuntimeKey.for_mode(profile.mode, profile.id, sid, channel_id)
         super().__init__(
             key, parts, host, home=home, extra_hooks=hooks, extra_tools=extra_tools, kernel_tools=kernel_tools
         )

@@ -6,5 +6,6 @@ Each fixture module is listed in ``pytest_plugins`` so plugin authors get every 
 pytest_plugins = [
     "ishiki_host.testing.core_fixtures",
     "ishiki_host.testing.fixtures",
+    "ishiki_host.testing.host_fixtures",
     "ishiki_host.testing.model_fixtures",
 ]
