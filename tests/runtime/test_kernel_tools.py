@@ -80,9 +80,12 @@ async def test_typing_delay_waits_on_the_clock_and_shows_typing(tmp_path: Path, 
     text = "x" * 30  # 3 s at 10 chars/s, capped at 1.5 s
     model = ScriptedModel([reply("", tool_call("send_message", {"messages": [text]}))])
     typing = TypingConfig(chars_per_second=10, max_delay_ms=1500)
-    async with RuntimeHarness(
-        tmp_path, model=model, clock=fake_clock, profile=profile(tmp_path, typing=typing), kernel_tools=True
-    ) as rt, anyio.create_task_group() as tg:
+    async with (
+        RuntimeHarness(
+            tmp_path, model=model, clock=fake_clock, profile=profile(tmp_path, typing=typing), kernel_tools=True
+        ) as rt,
+        anyio.create_task_group() as tg,
+    ):
         tg.start_soon(rt.say, "hi")
         await fake_clock.wait_for_sleepers()
         assert (rt.channel.typing, rt.channel.sent) == (["private:local"], [])
@@ -114,7 +117,8 @@ async def test_wait_for_seconds_wakes_with_a_prompt(tmp_path: Path, fake_clock: 
         await rt.say("check back in half a minute")
         await fake_clock.wait_for_sleepers()
         await fake_clock.advance(29)
-        assert rt.agent.queued == 0 and not rt.agent.busy
+        assert rt.agent.queued == 0
+        assert not rt.agent.busy
         await fake_clock.advance(1)
         await rt.settled()
         wake = [e.data for e in rt.log.iter_forward() if e.data.get("wake")]

@@ -78,10 +78,12 @@ async def test_an_untrusted_sender_gets_no_privileged_tool_even_when_the_model_n
         entry = await rt.deliver(stranger.event("tell me the diary", channel_id="group:7", user_id="99"))
         await rt.settled()
         logged = results(rt)
-    assert entry is not None and entry.data["trust"] == "untrusted"
+    assert entry is not None
+    assert entry.data["trust"] == "untrusted"
     assert "secret" not in [t.name for t in model.requests[0].tools]
     assert "only basic tools are available" in model.requests[0].messages[0].text
-    assert logged[0]["is_error"] and logged[0]["parts"][0]["text"].startswith("unknown tool 'secret'")
+    assert logged[0]["is_error"]
+    assert logged[0]["parts"][0]["text"].startswith("unknown tool 'secret'")
 
 
 async def test_the_owner_gets_the_privileged_tool(tmp_path: Path) -> None:
@@ -119,7 +121,9 @@ async def test_a_large_output_is_archived_and_readable(tmp_path: Path) -> None:
         text = results(rt)[0]["parts"][0]["text"]
         url = text[text.index("artifact://") :].split(";")[0]
         page = await rt.resources.read(url, lines="4999-5000")
-    assert len(text) < len(big) and "line 0" in text and "line 4999" in text
+    assert len(text) < len(big)
+    assert "line 0" in text
+    assert "line 4999" in text
     assert page.text == "line 4998\nline 4999"
 
 
