@@ -141,7 +141,9 @@ class RuntimeHooks(AgentHooks):
         return None
 
     async def _reply_with_text(self, step: Step, text: str) -> None:
-        outcome = await self._host.outbox.send([text], None, None)
+        outbox = self._host.outbox
+        target = outbox.default_target() if outbox.needs_target else None
+        outcome = await outbox.send([text], target, None)
         record: dict[str, Any] = {"kind": "reply_with_text", "ids": list(outcome.ids)}
         if step.appended:
             record["of"] = step.appended[0].id

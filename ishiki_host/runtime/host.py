@@ -185,7 +185,7 @@ class Host:
         await self._channels.reconcile()
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
         if interval > 0:
-            tg.start_soon(self._watch, interval)
+            tg.start_soon(self._watch, interval, await self._snapshot())
 
     def _load(self) -> ConfigDir:
         return load_config_dir(self.root, env=self._env, registry=self._discover())
@@ -305,8 +305,7 @@ class Host:
             report.activated.append(state.id)
             logger.info("profile %s (re)activated", state.id)
 
-    async def _watch(self, interval: float) -> None:
-        last = await self._snapshot()
+    async def _watch(self, interval: float, last: dict[str, Any]) -> None:
         while True:
             await self.clock.sleep(interval)
             current = await self._snapshot()

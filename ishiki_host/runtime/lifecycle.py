@@ -92,8 +92,9 @@ class Lifecycle:
 
     # -- activity ---------------------------------------------------------------------------------------
 
-    def _notify(self) -> None:
-        self._last_active = self._clock.monotonic()
+    def _notify(self, *, active: bool = True) -> None:
+        if active:
+            self._last_active = self._clock.monotonic()
         self._changed.set()
         self._changed = anyio.Event()
 
@@ -160,7 +161,7 @@ class Lifecycle:
             self._rt.logger.exception("background work of runtime %s failed", self._rt.key)
         finally:
             self._background -= 1
-            self._notify()
+            self._notify(active=False)  # idle time counts from the last input or turn, not from background work
 
     async def _keep_typing(self, scope: anyio.CancelScope, target: Target) -> None:
         with scope:

@@ -70,9 +70,10 @@ def models_yaml(server: FakeModelServer, *, models: tuple[str, ...] = ("fake-mod
     )
 
 
-def host_yaml(accounts: str = "[{self_id: bot}]", *, extra: str = "") -> str:
-    """An ishiki.yaml with fake-channel accounts and polling off (tests call ``host.reload()``)."""
-    return f"reload_interval_seconds: 0\nchannels:\n  fake:\n    accounts: {accounts}\n{extra}"
+def host_yaml(accounts: str = "[{self_id: bot}]", *, reload_interval: float = 0, extra: str = "") -> str:
+    """An ishiki.yaml with fake-channel accounts; polling is off unless ``reload_interval`` is given (tests
+    call ``host.reload()``)."""
+    return f"reload_interval_seconds: {reload_interval}\nchannels:\n  fake:\n    accounts: {accounts}\n{extra}"
 
 
 def write_config(
