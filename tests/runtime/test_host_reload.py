@@ -61,7 +61,8 @@ async def test_editing_one_profile_restarts_only_that_profile(
         assert next(iter(ana.runtimes.values())) is ana_runtime  # type: ignore[union-attr]
         assert th.host.routes.get("bob") is not bob
         texts = th.channel().texts()
-    assert texts == ["You are ana, a test persona | hi", "You are bob, a test persona | hi", "You are ana, a test persona | again", "You are Bob the Second | again"]
+    ana_text, bob_text = "You are ana, a test persona", "You are bob, a test persona"
+    assert texts == [f"{ana_text} | hi", f"{bob_text} | hi", f"{ana_text} | again", "You are Bob the Second | again"]
 
 
 async def test_a_profile_edited_into_invalid_yaml_stops_alone_and_returns_when_fixed(
