@@ -30,6 +30,8 @@ from ishiki_host.runtime.delivery import RuntimeDelivery, Unrouted
 from ishiki_host.runtime.host_channels import ChannelDirectory
 from ishiki_host.runtime.host_setup import ChannelSet, GatewaySet, log_config_problems, log_profile_state
 from ishiki_host.runtime.parts import HostServices, ProviderCache, profile_parts
+from ishiki_host.runtime.paths import RuntimeKey, escape_segment
+from ishiki_host.runtime.resume import unfinished_runtimes
 from ishiki_host.runtime.routes import ProfileRoute, RouteTable
 from ishiki_host.runtime.watch import snapshot
 
@@ -37,7 +39,6 @@ if TYPE_CHECKING:
     import httpx
 
     from ishiki_host.channels.base import Delivery, InboundAttachment
-    from ishiki_host.config.profile_types import Profile
     from ishiki_host.plugins.activation import ProfileState
     from ishiki_host.plugins.configdir import ConfigDir
     from ishiki_host.plugins.discovery import PluginRegistry
@@ -183,6 +184,7 @@ class Host:
             if state.state == "ready" and state.profile is not None:
                 await self._activate(state, tg)
         await self._channels.reconcile()
+        tg.start_soon(self._resume_unfinished)
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
         if interval > 0:
             tg.start_soon(self._watch, interval, await self._snapshot())
@@ -305,6 +307,28 @@ class Host:
             report.activated.append(state.id)
             logger.info("profile %s (re)activated", state.id)
 
+    async def _resume_unfinished(self) -> None:
+        """Spawn the runtimes the host left without a clean stop, so they decide on what they owe now."""
+        data_dir = self.config.host.data_dir
+        for route in list(self.routes):
+            pid = route.profile.id
+            keys = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))
+            for key in keys:
+                if key.mode != route.profile.mode:
+                    logger.warning(
+                        "runtime %s was left unfinished, but profile %s now runs in %s mode",
+                        key,
+                        pid,
+                        route.profile.mode,
+                    )
+                    continue
+                try:
+                    await route.runtime(key)
+                except Exception:
+                    logger.exception("runtime %s could not resume", key)
+            if keys:
+                logger.info("profile %s: %d runtime(s) resumed after an unclean stop", pid, len(keys))
+
     async def _watch(self, interval: float, last: dict[str, Any]) -> None:
         while True:
             await self.clock.sleep(interval)
@@ -352,8 +376,6 @@ class Host:
         if route is None:
             raise AgentStopped(f"profile {profile_id!r} is not active")
         if route.profile.mode == "cross":
-            from ishiki_host.runtime.paths import RuntimeKey
-
             return await route.runtime(RuntimeKey.for_cross(profile_id))
         if sid is None or channel_id is None:
             raise ValueError(f"profile {profile_id!r} runs in channel mode: give sid and channel_id")
@@ -363,8 +385,3 @@ class Host:
 def _classes(state: ProfileState, registry: PluginRegistry) -> tuple[object, ...]:
     """The classes behind a profile's services (a reinstalled plugin gives new ones)."""
     return tuple(registry.plugin(name) for name in state.services)
-
-
-def _profile(state: ProfileState) -> Profile:
-    assert state.profile is not None
-    return state.profile

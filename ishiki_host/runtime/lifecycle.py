@@ -3,13 +3,15 @@
 Start, in order: take the home (``HomeLocks``), open the fact log, build the resource center and the kernel
 tools, create the engine instances (context, toolcall, wakeup) and the extension instances, build the agent
 and start it (it repairs the log after a crash), attach the extensions, then the wakeup engine, and re-run
-the wake decision for what a crashed or stopped turn left unanswered. Any failure before ``ready`` undoes
-what was done and raises ``RuntimeStartFailed``.
+the wake decision for what a crashed or stopped turn left unanswered, and for input the host made durable but
+died before deciding on (``ishiki_host.runtime.resume``). Any failure before ``ready`` undoes what was done
+and raises ``RuntimeStartFailed``.
 
 Stop, always (a requested stop, eviction, reload, host exit, or cancellation): refuse input, clear the
 waiter, let turns finish for the grace (then abort them: the log marks them to be resumed), wait for
 background work within the grace, call every extension's ``ishiki_stop`` and dispose (reverse order),
-dispose the wakeup engine, write pending usage entries and close the log.
+dispose the wakeup engine, write pending usage entries, append the clean-stop marker (``runtime.stop``) and
+close the log.
 """
 
 from __future__ import annotations
@@ -24,10 +26,9 @@ from ishiki_host.core.agent import Agent
 from ishiki_host.core.factlog import FactLog
 from ishiki_host.errors import AgentStopped, RuntimeStartFailed
 from ishiki_host.runtime.images import ImageResolver
-from ishiki_host.runtime.inbound import is_inbound
 from ishiki_host.runtime.outbound import RuntimeOutbox
 from ishiki_host.runtime.resources import create_runtime_resources
-from ishiki_host.runtime.turnstate import source_target
+from ishiki_host.runtime.resume import STOP_EVENT, scan_tail
 from ishiki_host.runtime.usage import TurnCallModel
 from ishiki_host.tools.kernel import make_finish_tool, make_send_message_tool, make_wait_tool
 from ishiki_host.tools.read import make_read_tool
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from ishiki_host.core.clock import Clock
-    from ishiki_host.core.entries import Entry
     from ishiki_host.core.tools import Tool
     from ishiki_host.core.turns import Turn
     from ishiki_host.runtime.parts import EngineUse
@@ -76,6 +76,7 @@ class Lifecycle:
         self._reason = "shutdown"
         self._grace = 0.0
         self._shut = False
+        self._began = False
         self._delivering = 0
         self._background = 0
         self._started = self._ended = 0
@@ -264,7 +265,8 @@ class Lifecycle:
         rt = self._rt
         assert self.agent is not None
         assert self.log is not None
-        pending, self.last_target = await self.log.read_back(_scan_back)
+        tail = await self.log.read_back(scan_tail)
+        self.last_target = tail.target
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](_USAGE_BUFFER)
         self._usage_in = send
         tg.start_soon(self._write_usage, receive)
@@ -272,19 +274,18 @@ class Lifecycle:
         rt.subscribe_early()
         await tg.start(self.agent.run)
         recovered = self.agent.recovered
-        rt.seed_pending([*pending, *(recovered.unanswered if recovered is not None else ())])
+        interrupted = list(recovered.unanswered) if recovered is not None and recovered.aborted_turn else []
+        rt.seed_pending([*tail.pending, *interrupted])
         for name, instance in zip(rt.extensions.names, rt.extensions.instances, strict=True):
             await rt.extensions.attach(name, instance)
         if rt.wakeup_engine is not None:
             self._wakeup_dispose = rt.wakeup_engine.attach(rt)
         rt.subscribe_late()
-        if recovered is not None and recovered.aborted_turn is not None and rt.wakeup_engine is not None:
-            rt.logger.info(
-                "turn %s was left unfinished; deciding again on %d message(s)",
-                recovered.aborted_turn,
-                len(recovered.unanswered),
-            )
-            await rt.wakeup_engine.reconsider(list(recovered.unanswered))
+        again = {e.id: e for e in [*interrupted, *tail.undecided]}
+        if again and rt.wakeup_engine is not None:
+            rt.logger.info("the host stopped before deciding on %d message(s); deciding now", len(again))
+            await rt.wakeup_engine.reconsider([again[i] for i in sorted(again)])
+        self._began = True
 
     # -- stop -------------------------------------------------------------------------------------------
 
@@ -340,6 +341,8 @@ class Lifecycle:
                 await self._usage_done.wait()
         if self.log is not None:
             try:
+                if self._began:  # the clean-stop marker: everything appended before it was decided on
+                    await self.log.append("event", {"name": STOP_EVENT, "reason": self._reason})
                 await self.log.close()
             except Exception:
                 rt.logger.exception("closing the fact log of %s failed", rt.key)
@@ -352,23 +355,3 @@ def _create(kind: str, use: EngineUse | None, runtime: AgentRuntime) -> Any:
         return use.provider.create(runtime, use.config)
     except Exception as exc:
         raise RuntimeError(f"{kind} engine {use.name!r} failed to create its instance: {exc}") from exc
-
-
-def _scan_back(newest_first: Iterator[Entry]) -> tuple[list[Entry], Target | None]:
-    """Inbound entries since the last turn ended (oldest first), and the channel of the newest inbound one."""
-    pending: list[Entry] = []
-    target: Target | None = None
-    collecting = True
-    for count, entry in enumerate(newest_first):
-        if count >= _SCAN_BACK:
-            break
-        if entry.type == "event" and (entry.name or "").startswith("turn."):
-            collecting = False
-        if is_inbound(entry):
-            if collecting:
-                pending.append(entry)
-            target = target or source_target(entry)
-            if not collecting:
-                break
-    pending.reverse()
-    return pending, target

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -12,10 +13,13 @@ import pytest
 
 from ishiki_host import Extension, Tool, hookimpl
 from ishiki_host.core.clock import FakeClock
+from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest
 from ishiki_host.errors import ChannelError
 from ishiki_host.runtime.host_channels import backoff_delay
+from ishiki_host.runtime.inbound import inbound_message
+from ishiki_host.runtime.paths import RuntimeKey, runtime_dir
 from ishiki_host.runtime.routes import reap_interval
 from ishiki_host.testing import FakeConnection, FakeOpenAIServer, RecordedRequest, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.channels import FakeChannel
@@ -289,3 +293,19 @@ async def test_a_stopping_host_refuses_input(make_host: MakeHost) -> None:
         bot = th.channel()
     with pytest.raises(ChannelError, match="the host is stopping"):
         await bot.say("too late")
+
+
+async def test_a_runtime_left_unfinished_resumes_at_host_start_without_new_input(
+    make_host: MakeHost, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    echo(fake_openai)
+    root = tmp_path / "resumed"
+    home = runtime_dir(root / "data", RuntimeKey.for_channel("ana", "fake:bot", "private:1"))
+    event = FakeConnection(platform="fake", self_id="bot").event("hello? (sent just before a crash)")
+    async with await FactLog.open(home / "facts.jsonl") as log:
+        await log.append("message", inbound_message(event, "trusted"))
+    async with make_host(profiles={"ana": profile_yaml()}, root=root) as th:
+        bot = th.channel()
+        with anyio.fail_after(10):
+            await bot.wait_sent(1)
+    assert bot.texts() == ["ana: hello? (sent just before a crash)"]

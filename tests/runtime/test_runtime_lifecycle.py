@@ -246,3 +246,36 @@ class Nowhere:
 
     def note_sent(self, sid: str, channel_id: str, ids: Sequence[str]) -> None:
         pass
+
+
+async def test_input_made_durable_just_before_a_crash_is_decided_at_start(tmp_path: Path) -> None:
+    await write_log(
+        tmp_path / "facts.jsonl",
+        [
+            ("message", inbound("earlier"), None),
+            ("event", {"name": "turn.start", "triggers": []}, 1),
+            ("event", {"name": "turn.done", "reason": "sent"}, 1),
+            ("message", inbound("did you get this?"), None),  # then the host died, before any decision
+        ],
+    )
+    events: list[str] = []
+    async with RuntimeHarness(tmp_path, model=ScriptedModel([]), wakeup=RecordingWakeup(events)):
+        pass
+    assert events[:2] == ["wakeup attach", "reconsider [4]"]
+
+
+async def test_input_before_a_clean_stop_is_not_decided_again(tmp_path: Path) -> None:
+    await write_log(
+        tmp_path / "facts.jsonl",
+        [
+            ("message", inbound("group chatter the persona let pass"), None),
+            ("event", {"name": "runtime.stop", "reason": "idle"}, None),
+        ],
+    )
+    events: list[str] = []
+    async with RuntimeHarness(tmp_path, model=ScriptedModel([]), wakeup=RecordingWakeup(events)):
+        pass
+    assert events == ["wakeup attach", "wakeup dispose"]
+    async with await FactLog.open(tmp_path / "facts.jsonl") as log:
+        stops = [e.data for e in log.iter_forward() if e.name == "runtime.stop"]
+    assert stops == [{"name": "runtime.stop", "reason": "idle"}, {"name": "runtime.stop", "reason": "shutdown"}]
