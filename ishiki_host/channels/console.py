@@ -11,7 +11,8 @@ started has finished, so a piped script behaves like a typed conversation. Blank
 
 Output format without a terminal: stdout carries only what the persona sends, each message part written as
 its text followed by one newline (a part with line breaks spans several lines); logs go to stderr. At the
-end of input the console waits for pending turns (at most ``drain_seconds``) and asks the host to stop.
+end of input the console waits for pending turns (at most ``drain_seconds``) and asks the host to stop; it
+keeps printing what is sent until the host has stopped.
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ class ConsoleConnection:
         stop = getattr(self.host, "request_stop", None)
         if callable(stop):  # the Host's channel context has it; a bare ChannelHost keeps running
             stop("end of console input")
+        await anyio.sleep_forever()  # still the console's output while the host stops (late replies print)
 
     async def _pipe(self) -> Delivery | None:
         reader = _Reader(self._read_plain)

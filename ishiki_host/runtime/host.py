@@ -96,6 +96,8 @@ class Host:
         self.services: dict[str, Any] = {"runtimes": self}
         self._stack = AsyncExitStack()
         self._stop_requested = anyio.Event()
+        self._resumed = anyio.Event()
+        self._resuming = False
         self._stopping = False
         self._reload_lock = anyio.Lock()
         self._classes: dict[str, tuple[object, ...]] = {}
@@ -184,6 +186,7 @@ class Host:
             if state.state == "ready" and state.profile is not None:
                 await self._activate(state, tg)
         await self._channels.reconcile()
+        self._resuming = True
         tg.start_soon(self._resume_unfinished)
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
         if interval > 0:
@@ -199,6 +202,9 @@ class Host:
         self._stopping = True
         self._stop_requested.set()
         with anyio.CancelScope(shield=True):
+            if self._resuming and self._host_services is not None:
+                with anyio.move_on_after(self._host_services.shutdown_grace):
+                    await self._resumed.wait()  # runtimes resumed at start get to finish what they owe, too
             async with anyio.create_task_group() as tg:
                 for route in self.routes:
                     tg.start_soon(self._stop_route, route, "shutdown")
@@ -309,7 +315,12 @@ class Host:
 
     async def _resume_unfinished(self) -> None:
         """Spawn the runtimes the host left without a clean stop, so they decide on what they owe now."""
-        data_dir = self.config.host.data_dir
+        try:
+            await self._resume_routes(self.config.host.data_dir)
+        finally:
+            self._resumed.set()
+
+    async def _resume_routes(self, data_dir: Path) -> None:
         for route in list(self.routes):
             pid = route.profile.id
             keys = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))

@@ -64,9 +64,9 @@ class Running:
         """Send ``signum``."""
         self.process.send_signal(signum)
 
-    def finish(self, timeout: float = 30.0) -> tuple[int, str, str]:
-        """Wait for the exit; ``(code, rest of stdout, stderr)``."""
-        out, err = self.process.communicate(timeout=timeout)
+    def finish(self, input: str | None = None, timeout: float = 60.0) -> tuple[int, str, str]:
+        """Write ``input`` (then close stdin) and wait for the exit; ``(code, rest of stdout, stderr)``."""
+        out, err = self.process.communicate(input.encode() if input is not None else None, timeout=timeout)
         return self.process.returncode, (self.out + out).decode(), (self.err + err).decode()
 
     def _stderr(self) -> str:
