@@ -246,3 +246,59 @@ def test_ishiki_models_lists_and_probes(
     assert code == 0
     assert "fake:fake-model" in out
     assert "group default (failover): fake:fake-model" in out
+
+
+def read_until(fd: int, marker: bytes, seen: bytearray, timeout: float = 20.0) -> bytes:
+    """Read the terminal until ``marker`` appears in what was read since the last call."""
+    import os
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise TimeoutError(f"{marker!r} did not appear; the terminal showed {bytes(seen)!r}")
+        seen += os.read(fd, 4096)
+    head, _, tail = bytes(seen).partition(marker)
+    seen[:] = tail
+    return head
+
+
+def test_on_a_terminal_the_console_is_an_interactive_chat(
+    ishiki_bin: Path, host_site: Path, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    import os
+    import pty
+    import subprocess
+
+    root = write_config(tmp_path / "bot", profiles={"ana": ENGINES["test"]}, models=models_yaml(fake_openai))
+    fake_openai.tool_call("send_message", {"messages": ["hello, human"]})
+    main, child = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(host_site), "HOME": str(tmp_path)}
+    process = subprocess.Popen(
+        [str(ishiki_bin), "run", str(root)],
+        stdin=child,
+        stdout=child,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(child)
+    seen = bytearray()
+    try:
+        read_until(main, "› ".encode(), seen)
+        os.write(main, b"hi\r")
+        shown = read_until(main, b"hello, human", seen)
+        read_until(main, "› ".encode(), seen)
+        os.write(main, b"\x04")  # Ctrl-D: the end of input
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+        os.close(main)
+    assert process.returncode == 0, err.decode()
+    assert b"hi" in shown  # the terminal echoed what was typed
+    assert fake_openai.last_request.json["messages"][-1]["content"] == "hi"
+    assert (root / "data" / "channels" / "console" / "0" / "history").read_text().strip().endswith("hi")
