@@ -271,7 +271,7 @@ class Lifecycle:
         self._usage_in = send
         tg.start_soon(self._write_usage, receive)
         rt.waiter.bind(tg)
-        rt.subscribe_early()
+        rt.turns.subscribe_early(rt.bus)
         await tg.start(self.agent.run)
         recovered = self.agent.recovered
         interrupted = list(recovered.unanswered) if recovered is not None and recovered.aborted_turn else []
@@ -280,7 +280,7 @@ class Lifecycle:
             await rt.extensions.attach(name, instance)
         if rt.wakeup_engine is not None:
             self._wakeup_dispose = rt.wakeup_engine.attach(rt)
-        rt.subscribe_late()
+        rt.turns.subscribe_late(rt.bus)
         again = {e.id: e for e in [*interrupted, *tail.undecided]}
         if again and rt.wakeup_engine is not None:
             rt.logger.info("the host stopped before deciding on %d message(s); deciding now", len(again))

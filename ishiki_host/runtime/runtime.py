@@ -23,18 +23,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ishiki_host.core.agent import Agent
-from ishiki_host.core.bus import BusEvent, EventBus
-from ishiki_host.core.turns import Turn, TurnHandle, TurnOutcome, TurnSetup
+from ishiki_host.core.bus import EventBus
+from ishiki_host.core.turns import Turn, TurnHandle, TurnSetup
 from ishiki_host.errors import AgentStopped
 from ishiki_host.runtime.extensions import MountedExtensions
 from ishiki_host.runtime.hooks import RuntimeHooks
-from ishiki_host.runtime.inbound import capture_attachments, inbound_message, is_inbound
+from ishiki_host.runtime.inbound import capture_attachments, inbound_message
 from ishiki_host.runtime.lifecycle import Lifecycle
 from ishiki_host.runtime.paths import RuntimeKey, runtime_dir
 from ishiki_host.runtime.prompt import control_flow, join_sections
 from ishiki_host.runtime.surface import SurfaceContext, default_surface
-from ishiki_host.runtime.trust import TrustPolicy, lowest
-from ishiki_host.runtime.turnstate import TurnReport, TurnState, source_target
+from ishiki_host.runtime.tracker import TurnTracker
 from ishiki_host.runtime.usage import in_runtime
 from ishiki_host.runtime.waiter import Waiter
 
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
     from ishiki_host.runtime.parts import HostServices, ProfileParts
     from ishiki_host.runtime.resources import ArtifactStore, ResourceCenter
     from ishiki_host.runtime.surface import ToolSurface
+    from ishiki_host.runtime.turnstate import TurnState
     from ishiki_host.tools.kernel import Target
 
 __all__ = ["AgentRuntime", "InboundFilter"]
@@ -65,8 +65,6 @@ InboundFilter = Callable[["AgentRuntime", "IshikiEvent"], Awaitable[bool]]
 """Sees each event before it is ingested; returning ``True`` consumes it (the command layer's seam)."""
 
 _LOGGER = logging.getLogger("ishiki_host.runtime")
-_PENDING_LIMIT = 500  # inbound entries kept for a turn's trust; older ones only leave their level behind
-_TURN_ENDS = ("turn.done", "turn.failed", "turn.aborted")
 
 
 def _runtime_logger(key: RuntimeKey) -> logging.Logger:
@@ -99,10 +97,6 @@ class AgentRuntime:
         self._logger = _runtime_logger(key)
         seed = None if host.seed is None else f"{host.seed}/{key}"
         self._rng = random.Random(seed)
-        self._trust = TrustPolicy(parts.profile.trust)
-        self._turn = TurnState(trust=TrustPolicy.home_level(key.sid))
-        self._pending: list[Entry] = []
-        self._pending_floor: TrustLevel | None = None
         self.extensions = MountedExtensions(self, self._logger)
         self.waiter = Waiter(host.clock, self._wake_for_waiter)
         self.surface = surface or default_surface()
@@ -110,7 +104,8 @@ class AgentRuntime:
         self._extra_tools = tuple(extra_tools)
         self._with_kernel = kernel_tools
         self._filters: list[InboundFilter] = []
-        self._cycle = Lifecycle(self, host.clock)
+        self.lifecycle = Lifecycle(self, host.clock)
+        self.turns = TurnTracker(self)
         self.context_engine: Any = None
         self.wakeup_engine: Any = None
         self.toolcall_engine: Any = None
@@ -170,7 +165,7 @@ class AgentRuntime:
     @property
     def log(self) -> FactLog:
         """The fact log (open while the runtime runs)."""
-        return self._cycle.need(self._cycle.log, "log")
+        return self.lifecycle.need(self.lifecycle.log, "log")
 
     @property
     def bus(self) -> EventBus:
@@ -180,12 +175,12 @@ class AgentRuntime:
     @property
     def agent(self) -> Agent:
         """The agent (exists once the engines are created; runs while the runtime does)."""
-        return self._cycle.need(self._cycle.agent, "agent")
+        return self.lifecycle.need(self.lifecycle.agent, "agent")
 
     @property
     def resources(self) -> ResourceCenter:
         """The runtime's resource center."""
-        return self._cycle.need(self._cycle.resources, "resources").center
+        return self.lifecycle.need(self.lifecycle.resources, "resources").center
 
     @property
     def model(self) -> LanguageModel:
@@ -226,22 +221,22 @@ class AgentRuntime:
     @property
     def outbox(self) -> RuntimeOutbox:
         """Sends this runtime's messages."""
-        return self._cycle.need(self._cycle.outbox, "outbox")
+        return self.lifecycle.need(self.lifecycle.outbox, "outbox")
 
     @property
     def artifacts(self) -> ArtifactStore:
         """Archived large tool outputs."""
-        return self._cycle.need(self._cycle.resources, "resources").artifacts
+        return self.lifecycle.need(self.lifecycle.resources, "resources").artifacts
 
     @property
     def images(self) -> ImageResolver:
         """Image parts for the model."""
-        return self._cycle.need(self._cycle.images, "images")
+        return self.lifecycle.need(self.lifecycle.images, "images")
 
     @property
     def turn_state(self) -> TurnState:
         """The running turn's trust, inbound messages and sent ids."""
-        return self._turn
+        return self.turns.turn
 
     @property
     def extra_tools(self) -> Sequence[Tool]:
@@ -251,12 +246,12 @@ class AgentRuntime:
     @property
     def kernel_tools(self) -> Sequence[Tool]:
         """read, send_message, finish (none when built without kernel tools)."""
-        return self._cycle.kernel if self._with_kernel else ()
+        return self.lifecycle.kernel if self._with_kernel else ()
 
     @property
     def wait_tool(self) -> Tool | None:
         """The wait tool (none without kernel tools)."""
-        return self._cycle.wait if self._with_kernel else None
+        return self.lifecycle.wait if self._with_kernel else None
 
     @property
     def extra_hooks(self) -> tuple[AgentHooks, ...]:
@@ -269,23 +264,11 @@ class AgentRuntime:
 
     def admit_joined(self) -> None:
         """Move inbound messages appended since the turn began into it; they may lower its trust."""
-        if not self._pending:
-            return
-        entries, self._pending = self._pending, []
-        levels = [self._trust.of_entry(e) for e in entries]
-        if self._pending_floor is not None:
-            levels.append(self._pending_floor)
-            self._pending_floor = None
-        self._turn.inbound.extend(entries)
-        self._turn.trust = lowest([self._turn.trust, *levels], self._turn.trust)
+        self.turns.admit_joined()
 
     def seed_pending(self, entries: Sequence[Entry]) -> None:
         """Inbound entries from before this start that no finished turn answered (they count for trust)."""
-        known = {e.id for e in self._pending}
-        for entry in sorted(entries, key=lambda e: e.id):
-            if entry.id not in known:
-                known.add(entry.id)
-                self._pending.append(entry)
+        self.turns.seed_pending(entries)
 
     def default_target(self) -> Target | None:
         """Where a reply without a target goes."""
@@ -296,24 +279,24 @@ class AgentRuntime:
     @property
     def state(self) -> str:
         """``new``, ``starting``, ``ready``, ``stopping`` or ``stopped``."""
-        return self._cycle.state
+        return self.lifecycle.state
 
     def idle_for(self) -> float | None:
         """Seconds since the last activity, or ``None`` while busy (a turn, a delivery, an armed wait)."""
-        return self._cycle.idle_for()
+        return self.lifecycle.idle_for()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start (see the module docstring), report ready, serve until ``stop``; always close cleanly."""
         with in_runtime(self):
-            await self._cycle.run(task_status)
+            await self.lifecycle.run(task_status)
 
     async def stop(self, reason: str = "shutdown", *, grace: float | None = None) -> None:
         """Let running turns finish for ``grace`` seconds (the host's default), then abort, stop and close."""
-        await self._cycle.stop(reason, self._host.shutdown_grace if grace is None else grace)
+        await self.lifecycle.stop(reason, self._host.shutdown_grace if grace is None else grace)
 
     async def settled(self) -> None:
         """Return once no turn runs or waits and every finished turn's end was handled (wrap in a deadline)."""
-        await self._cycle.settled()
+        await self.lifecycle.settled()
 
     async def mount_extension(self, instance: object, name: str | None = None) -> None:
         """Register an extension instance on the running runtime and run its ``ishiki_attach``."""
@@ -327,7 +310,7 @@ class AgentRuntime:
 
     def record_usage(self, data: dict[str, Any]) -> None:
         """Queue a ``usage`` entry for a call made outside the agent's model step."""
-        self._cycle.record_usage(data)
+        self.lifecycle.record_usage(data)
 
     # -- input ------------------------------------------------------------------------------------------
 
@@ -337,16 +320,15 @@ class AgentRuntime:
         Nothing is decided here: the wakeup engine decides after the append. ``None`` when an inbound filter
         consumed the event. ``AgentStopped`` when the runtime is not running.
         """
-        if self._cycle.state != "ready":
-            raise AgentStopped(f"runtime {self._key} is {self._cycle.state}; it takes no input")
-        with self._cycle.delivering(), in_runtime(self):
+        if self.lifecycle.state != "ready":
+            raise AgentStopped(f"runtime {self._key} is {self.lifecycle.state}; it takes no input")
+        with self.lifecycle.delivering(), in_runtime(self):
             for inbound_filter in self._filters:
                 if await inbound_filter(self, event):
                     return None
-            assets = self._cycle.need(self._cycle.resources, "resources").assets
+            assets = self.lifecycle.need(self.lifecycle.resources, "resources").assets
             kept, problems = await capture_attachments(assets, attachments)
-            sender = f"{event.platform}:{event.user.id}" if event.user is not None else None
-            data = inbound_message(event, self._trust.level(sender), kept)
+            data = inbound_message(event, self.turns.sender_level(event), kept)
             if problems:
                 data["attachment_errors"] = problems
             delivery = await self.agent.send(data, trigger=False, if_busy="join")
@@ -359,7 +341,7 @@ class AgentRuntime:
 
     async def setup_turn(self, turn: Turn) -> TurnSetup:
         """The agent's per-turn setup: trust, tool surface and system prompt."""
-        trust = self._turn.trust
+        trust = self.turns.turn.trust
         tools = await self.surface.assemble(SurfaceContext(self, turn, trust))
         return TurnSetup(system=await self.system_prompt(trust), tools=tools, trust=trust)
 
@@ -375,63 +357,6 @@ class AgentRuntime:
                 sections.append(await engine.instructions())
         return join_sections(sections)
 
-    async def _on_appended(self, event: BusEvent) -> None:
-        entry: Entry = event["entry"]
-        if not is_inbound(entry):
-            return
-        self._pending.append(entry)
-        if len(self._pending) > _PENDING_LIMIT:
-            dropped = self._pending.pop(0)
-            floor = [self._pending_floor] if self._pending_floor is not None else []
-            self._pending_floor = lowest([self._trust.of_entry(dropped), *floor], "owner")
-        self._cycle.last_target = source_target(entry) or self._cycle.last_target
-        await self.waiter.note_message()
-
-    def _on_turn_start(self, event: BusEvent) -> None:
-        turn: Turn = event["turn"]
-        self._turn = TurnState(trust=TrustPolicy.home_level(self._key.sid), number=turn.number)
-        if self._pending:
-            # A turn with new messages runs at the lowest level among their senders, whatever the home level.
-            self._turn.trust = "owner"
-            self.admit_joined()
-        self.waiter.clear()
-        self._cycle.turn_started(turn, self._turn.latest_target())
-
-    def _on_sent(self, event: BusEvent) -> None:
-        self._turn.sent.extend(event["ids"])
-
-    async def _on_turn_end(self, event: BusEvent) -> None:
-        outcome: TurnOutcome = event["outcome"]
-        state = self._turn
-        self._turn = TurnState(trust=TrustPolicy.home_level(self._key.sid))
-        report = TurnReport(
-            outcome.turn,
-            outcome.status,
-            outcome.reason,
-            outcome.error,
-            tuple(state.inbound),
-            tuple(state.sent),
-            outcome,
-        )
-        self._cycle.background(self.extensions.turn_finished(report))
-        if outcome.unseen and self.wakeup_engine is not None:
-            try:
-                await self.wakeup_engine.reconsider(list(outcome.unseen))
-            except Exception:
-                self._logger.exception("the wakeup engine failed to reconsider %d message(s)", len(outcome.unseen))
-        self._cycle.turn_ended()
-
-    def subscribe_early(self) -> None:
-        """Subscriptions that must see events before the wakeup engine does."""
-        self._bus.subscribe("message.appended", self._on_appended)
-        self._bus.subscribe("turn.start", self._on_turn_start)
-        self._bus.subscribe("message.sent", self._on_sent)
-
-    def subscribe_late(self) -> None:
-        """Subscriptions that must run after the wakeup engine's own handlers."""
-        for name in _TURN_ENDS:
-            self._bus.subscribe(name, self._on_turn_end)
-
     def hooks(self) -> list[AgentHooks]:
         """The agent's hooks: the owner's, the context engine's, the toolcall engine's, the runtime's."""
         hooks: list[AgentHooks] = list(self._extra_hooks)
@@ -445,4 +370,4 @@ class AgentRuntime:
         return hooks
 
     def __repr__(self) -> str:
-        return f"<AgentRuntime {self._key} {self._cycle.state}>"
+        return f"<AgentRuntime {self._key} {self.lifecycle.state}>"
