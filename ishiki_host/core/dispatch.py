@@ -16,6 +16,7 @@ from jsonschema import SchemaError, ValidationError
 from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 
+from ishiki_host.core.clock import SystemClock
 from ishiki_host.core.hooks import Block
 from ishiki_host.core.tools import Tool, ToolResult, render_result, trust_allows
 from ishiki_host.core.turns import CallContext, CallRecord
@@ -143,11 +144,16 @@ class _DeadlineExceeded(TimeoutError):
 async def run_with_deadline(clock: Clock, seconds: float | None, fn: Callable[[], Awaitable[T]]) -> T:
     """Await ``fn()``; raise ``TimeoutError`` if ``clock`` says ``seconds`` passed first (``None``: no limit).
 
-    The deadline runs on the injectable clock, so tests move it with ``FakeClock.advance``. The error raised
-    is a ``TimeoutError`` subclass private to this module, so a handler's own ``TimeoutError`` stays apart.
+    The deadline runs on the injectable clock, so tests move it with ``FakeClock.advance``; on the real clock it
+    is a plain deadline of the event loop (no watchdog task per call). The error raised is a ``TimeoutError``
+    subclass private to this module, so a handler's own ``TimeoutError`` stays apart.
     """
     if seconds is None:
         return await fn()
+    if isinstance(clock, SystemClock):  # the real clock: a deadline on the event loop, no watchdog task
+        with anyio.move_on_after(seconds):
+            return await fn()
+        raise _DeadlineExceeded(f"no answer within {seconds:g} s")
     outcome: list[T] = []
     failure: list[Exception] = []
     with anyio.CancelScope() as deadline:

@@ -39,6 +39,10 @@ class MountedExtensions:
         """The mounted instances, in order."""
         return tuple(instance for _, instance in self._mounted)
 
+    def implements(self, hook: str) -> bool:
+        """Whether some mounted instance implements ``hook`` (so callers can skip work nobody wants)."""
+        return bool(getattr(self._pm.hook, hook).get_hookimpls())
+
     def register(self, name: str, instance: object) -> None:
         """Register ``instance`` (``PluginLoadFailed`` when a hook implementation is misnamed)."""
         self._pm.register(instance, name=f"{name}#{len(self._mounted)}")

@@ -82,6 +82,8 @@ class Lifecycle:
         self._started = self._ended = 0
         self._last_active = clock.monotonic()
         self._typing: anyio.CancelScope | None = None
+        self._typing_target: Target | None = None
+        self._typing_wanted = anyio.Event()
         self._usage_in: MemoryObjectSendStream[dict[str, Any]] | None = None
         self._usage_done = anyio.Event()
 
@@ -135,15 +137,15 @@ class Lifecycle:
         """Bookkeeping at a turn's start; keeps the channel's typing indicator on for interactive turns."""
         self._started += 1
         self._notify()
-        if turn.priority == "interactive" and target is not None and self._tg is not None:
-            scope = self._typing = anyio.CancelScope()
-            self._tg.start_soon(self._keep_typing, scope, target)
+        if turn.priority == "interactive" and target is not None:
+            self._typing_target = target
+            self._typing_wanted.set()
 
     def turn_ended(self) -> None:
         """Bookkeeping after a turn's end was handled."""
+        self._typing_target = None
         if self._typing is not None:
             self._typing.cancel()
-            self._typing = None
         self._ended += 1
         self._notify()
 
@@ -164,15 +166,24 @@ class Lifecycle:
             self._background -= 1
             self._notify(active=False)  # idle time counts from the last input or turn, not from background work
 
-    async def _keep_typing(self, scope: anyio.CancelScope, target: Target) -> None:
-        with scope:
+    async def _keep_typing(self) -> None:
+        """One task for the runtime's life: while an interactive turn runs, show typing every few seconds."""
+        while True:
+            await self._typing_wanted.wait()
+            self._typing_wanted = anyio.Event()
+            target = self._typing_target
+            if target is None:
+                continue
             connection = self._rt.host.outlets.connection(target.sid)
-            while connection is not None:
-                try:
-                    await connection.send_typing(target.channel_id)
-                except Exception:
-                    self._rt.logger.debug("typing indicator to %s failed", target, exc_info=True)
-                await self._clock.sleep(TYPING_INTERVAL)
+            with anyio.CancelScope() as scope:
+                self._typing = scope
+                while connection is not None and self._typing_target is target:
+                    try:
+                        await connection.send_typing(target.channel_id)
+                    except Exception:
+                        self._rt.logger.debug("typing indicator to %s failed", target, exc_info=True)
+                    await self._clock.sleep(TYPING_INTERVAL)
+            self._typing = None
 
     def record_usage(self, data: dict[str, Any]) -> None:
         """Queue a usage entry; dropped (with a warning) when the runtime is not running or far behind."""
@@ -270,6 +281,7 @@ class Lifecycle:
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](_USAGE_BUFFER)
         self._usage_in = send
         tg.start_soon(self._write_usage, receive)
+        tg.start_soon(self._keep_typing)
         rt.waiter.bind(tg)
         rt.turns.subscribe_early(rt.bus)
         await tg.start(self.agent.run)

@@ -114,7 +114,8 @@ class TurnTracker:
             outcome,
         )
         rt = self._rt
-        rt.lifecycle.background(rt.extensions.turn_finished(report))
+        if rt.extensions.implements("ishiki_turn_finished"):
+            rt.lifecycle.background(rt.extensions.turn_finished(report))
         if outcome.unseen and rt.wakeup_engine is not None:
             try:
                 await rt.wakeup_engine.reconsider(list(outcome.unseen))
