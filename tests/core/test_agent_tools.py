@@ -241,7 +241,7 @@ async def test_on_the_real_clock_the_deadline_needs_no_watchdog_and_still_stops_
     async def own_timeout() -> str:
         raise TimeoutError("upstream")
 
-    with pytest.raises(TimeoutError, match="no answer within 0.01 s"):
+    with pytest.raises(TimeoutError, match=r"no answer within 0\.01 s"):
         await run_with_deadline(SystemClock(), 0.01, hang)
     assert stopped.is_set()
     with pytest.raises(TimeoutError, match="upstream"):
