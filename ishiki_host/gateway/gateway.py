@@ -14,6 +14,7 @@ import difflib
 import hashlib
 import logging
 import random
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 __all__ = ["CallListener", "CallRecord", "Gateway", "ProbeResult"]
 
 log = logging.getLogger("ishiki_host.gateway")
+
+POOL_SIZE = 4
+"""Keep-alive connections per httpx pool; a provider gets ``ceil(maxConcurrency / POOL_SIZE)`` pools."""
 
 PROBE_PROMPT = "Reply with the single word OK."
 
@@ -100,12 +104,20 @@ class ProbeResult:
 @dataclass
 class _Provider:
     config: ProviderConfig
-    http: httpx.AsyncClient | None = None
-    client: ProviderClient | None = None
+    shards: tuple[tuple[httpx.AsyncClient, ProviderClient], ...] = ()
     error: str | None = None
     calls: int = 0
     failures: int = 0
     tokens: dict[str, int] = field(default_factory=lambda: {"input": 0, "output": 0})
+    _turn: int = 0
+
+    @property
+    def client(self) -> ProviderClient | None:
+        """The next client, round robin over the shards (``None`` when the provider cannot start)."""
+        if not self.shards:
+            return None
+        self._turn = (self._turn + 1) % len(self.shards)
+        return self.shards[self._turn][1]
 
 
 class Gateway:
@@ -130,6 +142,8 @@ class Gateway:
         if config_dir is None and config.file:
             config_dir = Path(config.file).parent
         self.config_dir = str(config_dir) if config_dir is not None else None
+        self._orphans: list[httpx.AsyncClient] = []
+        self._tls_context: ssl.SSLContext | None = None
         self._providers = {pid: self._make_provider(p, apis, transport) for pid, p in config.providers.items()}
         self.breakers = self._make_breakers()
         self._groups: dict[str, MemberGroup] = {}
@@ -152,15 +166,28 @@ class Gateway:
         timeout = httpx.Timeout(
             provider.read_timeout_seconds, connect=provider.connect_timeout_seconds, pool=provider.timeout_seconds
         )
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=max(1, provider.max_concurrency))
-        http = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport)
+        # httpcore 1.0 scans every connection of a pool for every request it assigns (quadratic under load), so
+        # a provider's connections are spread over small pools, one client per pool, used in turn.
+        count = -(-provider.max_concurrency // POOL_SIZE) if api.needs_base_url else 1
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=POOL_SIZE)
+        shards: list[tuple[httpx.AsyncClient, ProviderClient]] = []
         try:
-            return _Provider(provider, http, api.create(provider, http))
+            for _ in range(count):
+                http = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport, verify=self._tls())
+                shards.append((http, api.create(provider, http)))
         except ConfigError as exc:
             if exc.file is None and self.config.file:
                 exc = ModelsConfigInvalid(exc.message, file=self.config.file, path=exc.path)
             log.error("provider %s cannot start: %s", provider.id, exc)
-            return _Provider(provider, http, error=str(exc))
+            self._orphans.extend([*(h for h, _ in shards), http])
+            return _Provider(provider, error=str(exc))
+        return _Provider(provider, tuple(shards))
+
+    def _tls(self) -> ssl.SSLContext:
+        """One TLS context for every client of the gateway (building one reads the CA bundle: ~20 ms)."""
+        if self._tls_context is None:
+            self._tls_context = httpx.create_ssl_context()
+        return self._tls_context
 
     def _make_breakers(self) -> dict[str, CircuitBreaker]:
         settings: dict[str, CircuitBreakerConfig] = {}
@@ -247,10 +274,11 @@ class Gateway:
         """Close every provider client and shared httpx client."""
         with anyio.CancelScope(shield=True):
             for provider in self._providers.values():
-                if provider.client is not None:
-                    await provider.client.aclose()
-                if provider.http is not None:
-                    await provider.http.aclose()
+                for http, client in provider.shards:
+                    await client.aclose()
+                    await http.aclose()
+            for http in self._orphans:
+                await http.aclose()
 
     async def __aenter__(self) -> Gateway:
         return self
@@ -266,9 +294,10 @@ class Gateway:
         provider_id, _, model_id = member.partition(":")
         provider = self._providers[provider_id]
         spec = provider.config.model(model_id)
-        if provider.client is None or spec is None:
+        client = provider.client
+        if client is None or spec is None:
             raise ModelUnavailable(f"provider {provider_id!r} is not usable: {provider.error}", model=member)
-        return provider, provider.client, spec
+        return provider, client, spec
 
     def _emit(self, record: CallRecord) -> None:
         provider = self._providers.get(record.member.partition(":")[0])

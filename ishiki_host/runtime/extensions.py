@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.plugins.hooks import await_results, call_in_order, make_plugin_manager
+from ishiki_host.plugins.hooks import IshikiPluginManager, await_results, call_in_order, make_plugin_manager
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
@@ -25,7 +25,7 @@ class MountedExtensions:
     def __init__(self, runtime: Any, logger: logging.Logger):
         self._runtime = runtime
         self._logger = logger
-        self._pm = make_plugin_manager()
+        self._manager: IshikiPluginManager | None = None  # made on first use: most of a runtime's cost otherwise
         self._mounted: list[tuple[str, object]] = []
         self._disposers: list[tuple[str, Any]] = []
 
@@ -39,9 +39,15 @@ class MountedExtensions:
         """The mounted instances, in order."""
         return tuple(instance for _, instance in self._mounted)
 
+    @property
+    def _pm(self) -> IshikiPluginManager:
+        if self._manager is None:
+            self._manager = make_plugin_manager()
+        return self._manager
+
     def implements(self, hook: str) -> bool:
         """Whether some mounted instance implements ``hook`` (so callers can skip work nobody wants)."""
-        return bool(getattr(self._pm.hook, hook).get_hookimpls())
+        return self._manager is not None and bool(getattr(self._manager.hook, hook).get_hookimpls())
 
     def register(self, name: str, instance: object) -> None:
         """Register ``instance`` (``PluginLoadFailed`` when a hook implementation is misnamed)."""
@@ -96,6 +102,8 @@ class MountedExtensions:
         self._disposers.clear()
 
     async def _each(self, hook: str, **kwargs: Any) -> None:
+        if not self._mounted:
+            return
         for name, instance in self._mounted:
             arguments = {"runtime": self._runtime, **kwargs}
             for result in await call_in_order(self._pm, hook, [instance], return_exceptions=True, **arguments):

@@ -84,6 +84,8 @@ class Lifecycle:
         self._typing: anyio.CancelScope | None = None
         self._typing_target: Target | None = None
         self._typing_wanted = anyio.Event()
+        self._typing_started = False
+        self._usage_closed = False
         self._usage_in: MemoryObjectSendStream[dict[str, Any]] | None = None
         self._usage_done = anyio.Event()
 
@@ -137,7 +139,10 @@ class Lifecycle:
         """Bookkeeping at a turn's start; keeps the channel's typing indicator on for interactive turns."""
         self._started += 1
         self._notify()
-        if turn.priority == "interactive" and target is not None:
+        if turn.priority == "interactive" and target is not None and self._tg is not None:
+            if not self._typing_started:  # started with the first turn that needs it
+                self._typing_started = True
+                self._tg.start_soon(self._keep_typing)
             self._typing_target = target
             self._typing_wanted.set()
 
@@ -187,8 +192,12 @@ class Lifecycle:
 
     def record_usage(self, data: dict[str, Any]) -> None:
         """Queue a usage entry; dropped (with a warning) when the runtime is not running or far behind."""
-        if self._usage_in is None:
+        if self._tg is None or self._usage_closed:
             return
+        if self._usage_in is None:  # the writer starts with the first entry: most runtimes never need it
+            send, receive = anyio.create_memory_object_stream[dict[str, Any]](_USAGE_BUFFER)
+            self._usage_in = send
+            self._tg.start_soon(self._write_usage, receive)
         try:
             self._usage_in.send_nowait(data)
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -278,10 +287,6 @@ class Lifecycle:
         assert self.log is not None
         tail = await self.log.read_back(scan_tail)
         self.last_target = tail.target
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_USAGE_BUFFER)
-        self._usage_in = send
-        tg.start_soon(self._write_usage, receive)
-        tg.start_soon(self._keep_typing)
         rt.waiter.bind(tg)
         rt.turns.subscribe_early(rt.bus)
         await tg.start(self.agent.run)
@@ -347,6 +352,7 @@ class Lifecycle:
                     await result
             except Exception:
                 rt.logger.exception("the wakeup engine's dispose failed")
+        self._usage_closed = True
         if self._usage_in is not None:
             self._usage_in.close()
             with anyio.move_on_after(5):

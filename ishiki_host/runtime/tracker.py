@@ -11,7 +11,7 @@ the wakeup engine's ``reconsider``, and marks the end handled (what ``settled()`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
 from ishiki_host.runtime.inbound import is_inbound
@@ -78,17 +78,18 @@ class TurnTracker:
         for name in _TURN_ENDS:
             bus.subscribe(name, self._on_turn_end)
 
-    async def _on_appended(self, event: BusEvent) -> None:
+    def _on_appended(self, event: BusEvent) -> Awaitable[None] | None:
         entry: Entry = event["entry"]
         if not is_inbound(entry):
-            return
+            return None
         self._pending.append(entry)
         if len(self._pending) > PENDING_LIMIT:
             dropped = self._pending.pop(0)
             floor = [self._floor] if self._floor is not None else []
             self._floor = lowest([self._policy.of_entry(dropped), *floor], "owner")
         self._rt.lifecycle.last_target = source_target(entry) or self._rt.lifecycle.last_target
-        await self._rt.waiter.note_message()
+        # Sync unless a wait is armed: the bus awaits (and times) only handlers that return an awaitable.
+        return self._rt.waiter.note_message() if self._rt.waiter.armed else None
 
     def _on_turn_start(self, event: BusEvent) -> None:
         turn: Turn = event["turn"]
@@ -101,7 +102,7 @@ class TurnTracker:
     def _on_sent(self, event: BusEvent) -> None:
         self.turn.sent.extend(event["ids"])
 
-    async def _on_turn_end(self, event: BusEvent) -> None:
+    def _on_turn_end(self, event: BusEvent) -> Awaitable[None] | None:
         outcome: TurnOutcome = event["outcome"]
         state, self.turn = self.turn, TurnState(trust=self._home)
         report = TurnReport(
@@ -117,8 +118,14 @@ class TurnTracker:
         if rt.extensions.implements("ishiki_turn_finished"):
             rt.lifecycle.background(rt.extensions.turn_finished(report))
         if outcome.unseen and rt.wakeup_engine is not None:
-            try:
-                await rt.wakeup_engine.reconsider(list(outcome.unseen))
-            except Exception:
-                rt.logger.exception("the wakeup engine failed to reconsider %d message(s)", len(outcome.unseen))
+            return self._reconsider(outcome.unseen)
+        rt.lifecycle.turn_ended()
+        return None
+
+    async def _reconsider(self, unseen: Sequence[Entry]) -> None:
+        rt = self._rt
+        try:
+            await rt.wakeup_engine.reconsider(list(unseen))
+        except Exception:
+            rt.logger.exception("the wakeup engine failed to reconsider %d message(s)", len(unseen))
         rt.lifecycle.turn_ended()

@@ -24,8 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FINISH_DESCRIPTION",
+    "FINISH_PARAMETERS",
     "SEND_DESCRIPTION",
+    "SEND_PARAMETERS",
     "WAIT_DESCRIPTION",
+    "WAIT_PARAMETERS",
     "Outbox",
     "SendOutcome",
     "Target",
@@ -109,8 +112,8 @@ _TARGET = {
 }
 
 
-def _send_parameters(needs_target: bool) -> dict[str, Any]:
-    schema: dict[str, Any] = {
+def _send_parameters(needs_target: bool) -> Mapping[str, Any]:
+    return {
         "type": "object",
         "properties": {
             "messages": {**_STRING_LIST, "description": "The messages to send, each one chat message."},
@@ -120,7 +123,33 @@ def _send_parameters(needs_target: bool) -> dict[str, Any]:
         "required": ["messages", "target"] if needs_target else ["messages"],
         "additionalProperties": False,
     }
-    return schema
+
+
+# Built once: every runtime's tools share these objects (and so their compiled validators).
+SEND_PARAMETERS: Mapping[bool, Mapping[str, Any]] = {flag: _send_parameters(flag) for flag in (False, True)}
+FINISH_PARAMETERS: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {"reason": {"type": "string", "description": "Why nothing more is needed (for the log)."}},
+    "additionalProperties": False,
+}
+WAIT_PARAMETERS: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "messages": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_WAIT_MESSAGES,
+            "description": "Wake after this many new messages.",
+        },
+        "seconds": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": MAX_WAIT_SECONDS,
+            "description": "Wake after this many seconds.",
+        },
+    },
+    "additionalProperties": False,
+}
 
 
 def make_send_message_tool(outbox: Outbox) -> Tool:
@@ -143,9 +172,8 @@ def make_send_message_tool(outbox: Outbox) -> Tool:
         return ToolResult(json.dumps(data, ensure_ascii=False), is_error=True, data=data)
 
     description = SEND_DESCRIPTION + (SEND_TARGET_NOTE if outbox.needs_target else "")
-    return Tool(
-        "send_message", description, handler, _send_parameters(outbox.needs_target), trust="untrusted", kind="send"
-    )
+    parameters = SEND_PARAMETERS[outbox.needs_target]
+    return Tool("send_message", description, handler, parameters, trust="untrusted", kind="send")
 
 
 def make_finish_tool() -> Tool:
@@ -154,12 +182,7 @@ def make_finish_tool() -> Tool:
     async def handler(args: Mapping[str, Any], context: ToolContext) -> str:
         return "finished"
 
-    parameters = {
-        "type": "object",
-        "properties": {"reason": {"type": "string", "description": "Why nothing more is needed (for the log)."}},
-        "additionalProperties": False,
-    }
-    return Tool("finish", FINISH_DESCRIPTION, handler, parameters, trust="untrusted", kind="control")
+    return Tool("finish", FINISH_DESCRIPTION, handler, FINISH_PARAMETERS, trust="untrusted", kind="control")
 
 
 def make_wait_tool(planner: WaitPlanner) -> Tool:
@@ -171,22 +194,4 @@ def make_wait_tool(planner: WaitPlanner) -> Tool:
             raise ValueError("give messages (how many new messages to wait for) or seconds, or both")
         return planner.arm(messages, None if seconds is None else float(seconds))
 
-    parameters = {
-        "type": "object",
-        "properties": {
-            "messages": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_WAIT_MESSAGES,
-                "description": "Wake after this many new messages.",
-            },
-            "seconds": {
-                "type": "number",
-                "exclusiveMinimum": 0,
-                "maximum": MAX_WAIT_SECONDS,
-                "description": "Wake after this many seconds.",
-            },
-        },
-        "additionalProperties": False,
-    }
-    return Tool("wait", WAIT_DESCRIPTION, handler, parameters, trust="untrusted", kind="control")
+    return Tool("wait", WAIT_DESCRIPTION, handler, WAIT_PARAMETERS, trust="untrusted", kind="control")
