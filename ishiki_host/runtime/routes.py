@@ -53,6 +53,7 @@ class ProfileRoute:
         self.evicted = 0
         self._runtimes: dict[RuntimeKey, AgentRuntime] = {}
         self._spawning: dict[RuntimeKey, anyio.Event] = {}
+        self._closing: set[AgentRuntime] = set()
         self._tg: TaskGroup | None = None
         self._stop = anyio.Event()
         self._closed = anyio.Event()
@@ -109,11 +110,19 @@ class ProfileRoute:
                 for runtime in runtimes:
                     tg.start_soon(self._stop_one, runtime, self._reason, self._grace)
 
+    @property
+    def closing(self) -> int:
+        """How many runtimes are still stopping (evicted or reloaded, not yet closed)."""
+        return len(self._closing)
+
     async def _stop_one(self, runtime: AgentRuntime, reason: str, grace: float) -> None:
+        self._closing.add(runtime)
         try:
             await runtime.stop(reason, grace=grace)
         except Exception:
             logger.exception("stopping runtime %s failed", runtime.key)
+        finally:
+            self._closing.discard(runtime)
 
     # -- runtimes ---------------------------------------------------------------------------------------
 
