@@ -88,9 +88,8 @@ async def measure(base_url: str, idle: int, churn: int, batch: int, base: Path) 
         await spawn(idle)
         alive = len(route.runtimes)
         during = rss_mib()
-        print(
-            f"{alive} idle runtimes: RSS {before:.1f} -> {during:.1f} MiB = {(during - before) * 1024 / alive:.1f} KiB each"
-        )
+        each = (during - before) * 1024 / alive
+        print(f"{alive} idle runtimes: RSS {before:.1f} -> {during:.1f} MiB = {each:.1f} KiB each")
         await evict_all()
         baseline = rss_mib()
         print(f"after evicting them: RSS {baseline:.1f} MiB")
