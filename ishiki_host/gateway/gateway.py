@@ -14,9 +14,8 @@ import difflib
 import hashlib
 import logging
 import random
-import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -28,13 +27,13 @@ from ishiki_host.config.models import CircuitBreakerConfig, ModelsConfig, ModelS
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest, ModelResult, StreamDone, StreamEvent, Usage
-from ishiki_host.errors import ConfigError, ModelError, ModelsConfigInvalid, ModelUnavailable
+from ishiki_host.errors import ModelError, ModelsConfigInvalid, ModelUnavailable
 from ishiki_host.gateway.breaker import CircuitBreaker
 from ishiki_host.gateway.classify import classify_exception, stream_cut, timed_out
 from ishiki_host.gateway.failover import FailoverPolicy
 from ishiki_host.gateway.group import MemberGroup
 from ishiki_host.gateway.model import GatewayModel
-from ishiki_host.gateway.providers.scripted import CONFIG_DIR_OPTION
+from ishiki_host.gateway.pools import HttpClients, ProviderPool, make_pool
 from ishiki_host.gateway.scheduler import Scheduler, SchedulerConfig
 
 if TYPE_CHECKING:
@@ -47,8 +46,6 @@ __all__ = ["CallListener", "CallRecord", "Gateway", "ProbeResult"]
 
 log = logging.getLogger("ishiki_host.gateway")
 
-POOL_SIZE = 4
-"""Keep-alive connections per httpx pool; a provider gets ``ceil(maxConcurrency / POOL_SIZE)`` pools."""
 
 PROBE_PROMPT = "Reply with the single word OK."
 
@@ -101,25 +98,6 @@ class ProbeResult:
         }
 
 
-@dataclass
-class _Provider:
-    config: ProviderConfig
-    shards: tuple[tuple[httpx.AsyncClient, ProviderClient], ...] = ()
-    error: str | None = None
-    calls: int = 0
-    failures: int = 0
-    tokens: dict[str, int] = field(default_factory=lambda: {"input": 0, "output": 0})
-    _turn: int = 0
-
-    @property
-    def client(self) -> ProviderClient | None:
-        """The next client, round robin over the shards (``None`` when the provider cannot start)."""
-        if not self.shards:
-            return None
-        self._turn = (self._turn + 1) % len(self.shards)
-        return self.shards[self._turn][1]
-
-
 class Gateway:
     """Providers, breakers, groups and the scheduler of one host (see the module docstring)."""
 
@@ -142,8 +120,7 @@ class Gateway:
         if config_dir is None and config.file:
             config_dir = Path(config.file).parent
         self.config_dir = str(config_dir) if config_dir is not None else None
-        self._orphans: list[httpx.AsyncClient] = []
-        self._tls_context: ssl.SSLContext | None = None
+        self._clients = HttpClients()
         self._providers = {pid: self._make_provider(p, apis, transport) for pid, p in config.providers.items()}
         self.breakers = self._make_breakers()
         self._groups: dict[str, MemberGroup] = {}
@@ -154,40 +131,15 @@ class Gateway:
 
     def _make_provider(
         self, provider: ProviderConfig, apis: Mapping[str, ModelAPI], transport: httpx.AsyncBaseTransport | None
-    ) -> _Provider:
-        api = apis.get(provider.api)
-        if api is None:
-            known = ", ".join(sorted(apis)) or "none"
-            return _Provider(provider, error=f"provider API {provider.api!r} is not installed (installed: {known})")
-        if api.needs_base_url and not provider.base_url:
-            return _Provider(provider, error=f"provider {provider.id!r} needs a baseUrl")
-        if self.config_dir is not None:
-            provider = replace(provider, options={**provider.options, CONFIG_DIR_OPTION: self.config_dir})
-        timeout = httpx.Timeout(
-            provider.read_timeout_seconds, connect=provider.connect_timeout_seconds, pool=provider.timeout_seconds
-        )
-        # httpcore 1.0 scans every connection of a pool for every request it assigns (quadratic under load), so
-        # a provider's connections are spread over small pools, one client per pool, used in turn.
-        count = -(-provider.max_concurrency // POOL_SIZE) if api.needs_base_url else 1
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=POOL_SIZE)
-        shards: list[tuple[httpx.AsyncClient, ProviderClient]] = []
-        try:
-            for _ in range(count):
-                http = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport, verify=self._tls())
-                shards.append((http, api.create(provider, http)))
-        except ConfigError as exc:
-            if exc.file is None and self.config.file:
-                exc = ModelsConfigInvalid(exc.message, file=self.config.file, path=exc.path)
-            log.error("provider %s cannot start: %s", provider.id, exc)
-            self._orphans.extend([*(h for h, _ in shards), http])
-            return _Provider(provider, error=str(exc))
-        return _Provider(provider, tuple(shards))
-
-    def _tls(self) -> ssl.SSLContext:
-        """One TLS context for every client of the gateway (building one reads the CA bundle: ~20 ms)."""
-        if self._tls_context is None:
-            self._tls_context = httpx.create_ssl_context()
-        return self._tls_context
+    ) -> ProviderPool:
+        made = make_pool(provider, apis, self._clients, transport=transport, config_dir=self.config_dir)
+        if isinstance(made, ProviderPool):
+            return made
+        error = made
+        if error.file is None and self.config.file:
+            error = ModelsConfigInvalid(error.message, file=self.config.file, path=error.path)
+        log.error("provider %s cannot start: %s", provider.id, error)
+        return ProviderPool(provider, error=str(error))
 
     def _make_breakers(self) -> dict[str, CircuitBreaker]:
         settings: dict[str, CircuitBreakerConfig] = {}
@@ -274,11 +226,9 @@ class Gateway:
         """Close every provider client and shared httpx client."""
         with anyio.CancelScope(shield=True):
             for provider in self._providers.values():
-                for http, client in provider.shards:
+                for client in provider.clients:
                     await client.aclose()
-                    await http.aclose()
-            for http in self._orphans:
-                await http.aclose()
+            await self._clients.aclose()
 
     async def __aenter__(self) -> Gateway:
         return self
@@ -290,7 +240,7 @@ class Gateway:
 
     # -- one member call (used by GatewayModel) ------------------------------------------------------------
 
-    def _resolve(self, member: str) -> tuple[_Provider, ProviderClient, ModelSpec]:
+    def _resolve(self, member: str) -> tuple[ProviderPool, ProviderClient, ModelSpec]:
         provider_id, _, model_id = member.partition(":")
         provider = self._providers[provider_id]
         spec = provider.config.model(model_id)
