@@ -28,15 +28,22 @@ from ishiki_host.plugins.configdir import load_config_dir
 from ishiki_host.plugins.discovery import discover
 from ishiki_host.runtime.delivery import RuntimeDelivery, Unrouted
 from ishiki_host.runtime.host_channels import ChannelDirectory
-from ishiki_host.runtime.host_setup import ChannelSet, GatewaySet, log_config_problems, log_profile_state
+from ishiki_host.runtime.host_setup import (
+    ChannelSet,
+    GatewaySet,
+    ReloadReport,
+    log_config_problems,
+    log_profile_state,
+)
 from ishiki_host.runtime.parts import HostServices, ProviderCache, profile_parts
-from ishiki_host.runtime.paths import RuntimeKey, escape_segment
-from ishiki_host.runtime.resume import unfinished_runtimes
+from ishiki_host.runtime.paths import RuntimeKey
+from ishiki_host.runtime.resume import resume_routes
 from ishiki_host.runtime.routes import ProfileRoute, RouteTable
-from ishiki_host.runtime.watch import snapshot
+from ishiki_host.runtime.watch import Snapshot, snapshot, watch
 
 if TYPE_CHECKING:
     import httpx
+    from anyio.abc import TaskGroup
 
     from ishiki_host.channels.base import Delivery, InboundAttachment
     from ishiki_host.plugins.activation import ProfileState
@@ -50,18 +57,6 @@ __all__ = ["PID_FILE", "Host", "ReloadReport"]
 logger = logging.getLogger("ishiki_host.host")
 
 PID_FILE = "ishiki.pid"
-
-
-class ReloadReport:
-    """What a reload changed: profiles (re)activated, profiles stopped, whether the gateway was rebuilt."""
-
-    def __init__(self) -> None:
-        self.activated: list[str] = []
-        self.stopped: list[str] = []
-        self.gateway_rebuilt = False
-
-    def __repr__(self) -> str:
-        return f"<ReloadReport activated={self.activated} stopped={self.stopped} gateway={self.gateway_rebuilt}>"
 
 
 class Host:
@@ -105,6 +100,7 @@ class Host:
         self._gateways: GatewaySet | None = None
         self._channels: ChannelSet | None = None
         self._host_services: HostServices | None = None
+        self._tg: TaskGroup | None = None
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -179,18 +175,18 @@ class Host:
             seed=self.seed,
             shutdown_grace=grace,
         )
-        tg = await self._stack.enter_async_context(anyio.create_task_group())
+        tg = self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._channels = ChannelSet(self, tg)
         for state in config.profiles:
             log_profile_state(state)
             if state.state == "ready" and state.profile is not None:
-                await self._activate(state, tg)
+                await self._activate(state)
         await self._channels.reconcile()
         self._resuming = True
         tg.start_soon(self._resume_unfinished)
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
         if interval > 0:
-            tg.start_soon(self._watch, interval, await self._snapshot())
+            tg.start_soon(watch, self.clock, interval, self._snapshot, self.reload, await self._snapshot())
 
     def _load(self) -> ConfigDir:
         return load_config_dir(self.root, env=self._env, registry=self._discover())
@@ -250,22 +246,23 @@ class Host:
 
     # -- profiles ---------------------------------------------------------------------------------------
 
-    async def _activate(self, state: ProfileState, tg: Any = None) -> None:
+    @property
+    def _group(self) -> TaskGroup:
+        assert self._tg is not None, "enter the host first"
+        return self._tg
+
+    async def _activate(self, state: ProfileState) -> None:
         profile = state.profile
         assert profile is not None
         config = self.config
         model = self.gateways.slot(profile)
         parts = profile_parts(profile, model, config.models, config.registry, self.providers)
         route = ProfileRoute(parts, self.host_services, idle_seconds=config.host.runtime_idle_seconds)
-        await (tg or self._stack_tg()).start(route.run)
+        await self._group.start(route.run)
         self._classes[profile.id] = _classes(state, config.registry)
         old = self.routes.put(route)
         if old is not None:
-            (tg or self._stack_tg()).start_soon(self._stop_route, old, "reload")
-
-    def _stack_tg(self) -> Any:
-        assert self._channels is not None
-        return self._channels.tg
+            self._group.start_soon(self._stop_route, old, "reload")
 
     def deactivate(self, profile_id: str, reason: str) -> bool:
         """Take a profile out of service (its runtimes stop in the background); whether it was active."""
@@ -273,7 +270,7 @@ class Host:
         self._classes.pop(profile_id, None)
         if route is None:
             return False
-        self._stack_tg().start_soon(self._stop_route, route, reason)
+        self._group.start_soon(self._stop_route, route, reason)
         return True
 
     async def reload(self) -> ReloadReport:
@@ -287,6 +284,7 @@ class Host:
             rebuilt = self.gateways.rebuild_if_changed(old, new)
             report.gateway_rebuilt = rebuilt
             self._config = new
+            self._apply_host_settings(old, new)
             for state in new.profiles:
                 await self._reload_profile(state, old, rebuilt, report)
             for pid in [r.profile.id for r in self.routes if new.profile(r.profile.id) is None]:
@@ -295,6 +293,15 @@ class Host:
                     report.stopped.append(pid)
             await self.channels.reconcile()
             return report
+
+    def _apply_host_settings(self, old: ConfigDir, new: ConfigDir) -> None:
+        """Settings of ishiki.yaml a running host can take (channels are reconciled separately)."""
+        for route in self.routes:
+            route.idle_seconds = new.host.runtime_idle_seconds
+        fixed = ("data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds")
+        changed = [name for name in fixed if getattr(old.host, name) != getattr(new.host, name)]
+        if changed:
+            logger.warning("ishiki.yaml: %s take effect at the next start", ", ".join(changed))
 
     async def _reload_profile(self, state: ProfileState, old: ConfigDir, rebuilt: bool, report: ReloadReport) -> None:
         route = self.routes.get(state.id)
@@ -316,42 +323,11 @@ class Host:
     async def _resume_unfinished(self) -> None:
         """Spawn the runtimes the host left without a clean stop, so they decide on what they owe now."""
         try:
-            await self._resume_routes(self.config.host.data_dir)
+            await resume_routes(list(self.routes), self.config.host.data_dir)
         finally:
             self._resumed.set()
 
-    async def _resume_routes(self, data_dir: Path) -> None:
-        for route in list(self.routes):
-            pid = route.profile.id
-            keys = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))
-            for key in keys:
-                if key.mode != route.profile.mode:
-                    logger.warning(
-                        "runtime %s was left unfinished, but profile %s now runs in %s mode",
-                        key,
-                        pid,
-                        route.profile.mode,
-                    )
-                    continue
-                try:
-                    await route.runtime(key)
-                except Exception:
-                    logger.exception("runtime %s could not resume", key)
-            if keys:
-                logger.info("profile %s: %d runtime(s) resumed after an unclean stop", pid, len(keys))
-
-    async def _watch(self, interval: float, last: dict[str, Any]) -> None:
-        while True:
-            await self.clock.sleep(interval)
-            current = await self._snapshot()
-            if current != last:
-                last = current
-                try:
-                    await self.reload()
-                except Exception:
-                    logger.exception("reloading %s failed; the running config stays", self.root)
-
-    async def _snapshot(self) -> dict[str, Any]:
+    async def _snapshot(self) -> Snapshot:
         waiting = any(p.state == "waiting" for p in self.config.profiles)
         return await anyio.to_thread.run_sync(lambda: snapshot(self.root, include_site=waiting))
 

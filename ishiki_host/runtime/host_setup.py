@@ -35,11 +35,23 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.configdir import ConfigDir
     from ishiki_host.runtime.host import Host
 
-__all__ = ["ChannelSet", "GatewaySet", "log_config_problems", "log_profile_state"]
+__all__ = ["ChannelSet", "GatewaySet", "ReloadReport", "log_config_problems", "log_profile_state"]
 
 logger = logging.getLogger("ishiki_host.host")
 
 CONSOLE = "console"
+
+
+class ReloadReport:
+    """What a reload changed: profiles (re)activated, profiles stopped, whether the gateway was rebuilt."""
+
+    def __init__(self) -> None:
+        self.activated: list[str] = []
+        self.stopped: list[str] = []
+        self.gateway_rebuilt = False
+
+    def __repr__(self) -> str:
+        return f"<ReloadReport activated={self.activated} stopped={self.stopped} gateway={self.gateway_rebuilt}>"
 
 
 class _LiveModel:

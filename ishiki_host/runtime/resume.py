@@ -16,14 +16,22 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
 
 from ishiki_host.core.entries import Entry
 from ishiki_host.runtime.inbound import is_inbound
-from ishiki_host.runtime.paths import RuntimeKey, unescape_segment
+from ishiki_host.runtime.paths import RuntimeKey, escape_segment, unescape_segment
 from ishiki_host.runtime.turnstate import source_target
 from ishiki_host.tools.kernel import Target
 
-__all__ = ["STOP_EVENT", "TailState", "needs_attention", "scan_tail", "unfinished_runtimes"]
+__all__ = ["STOP_EVENT", "TailState", "needs_attention", "resume_routes", "scan_tail", "unfinished_runtimes"]
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ishiki_host.runtime.routes import ProfileRoute
 
 logger = logging.getLogger(__name__)
 
@@ -119,3 +127,22 @@ def unfinished_runtimes(data_dir: Path, profile_id: str, escaped_profile: str) -
         except ValueError as exc:
             logger.warning("cannot tell which runtime %s belongs to: %s", log, exc)
     return keys
+
+
+async def resume_routes(routes: Sequence[ProfileRoute], data_dir: Path) -> None:
+    """Spawn every runtime of ``routes`` whose log needs attention (the host starts them so they decide now)."""
+    for route in routes:
+        pid = route.profile.id
+        keys = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))
+        for key in keys:
+            if key.mode != route.profile.mode:
+                logger.warning("runtime %s was left unfinished; profile %s now runs in another mode", key, pid)
+                continue
+            try:
+                await route.runtime(key)
+            except Exception:
+                logger.exception("runtime %s could not resume", key)
+        if keys:
+            logging.getLogger("ishiki_host.host").info(
+                "profile %s: %d runtime(s) resumed after an unclean stop", pid, len(keys)
+            )

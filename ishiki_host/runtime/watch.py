@@ -9,13 +9,21 @@ Taking a snapshot only stats files; it runs in a worker thread.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ishiki_host.config.profile import PERSONA_FILE, PROFILE_FILES
 
-__all__ = ["Snapshot", "snapshot"]
+__all__ = ["Snapshot", "snapshot", "watch"]
+
+if TYPE_CHECKING:
+    from ishiki_host.core.clock import Clock
+
+logger = logging.getLogger(__name__)
 
 Snapshot = dict[str, tuple[int, int] | tuple[str, ...] | None]
 
@@ -51,3 +59,22 @@ def snapshot(root: Path, *, include_site: bool = False) -> Snapshot:
             if entry and os.path.isdir(entry):
                 state[f"site:{entry}"] = _stat(Path(entry))
     return state
+
+
+async def watch(
+    clock: Clock,
+    interval: float,
+    take: Callable[[], Awaitable[Snapshot]],
+    reload: Callable[[], Awaitable[Any]],
+    last: Snapshot,
+) -> None:
+    """Every ``interval`` seconds, ``take`` a snapshot; when it differs from the last one, ``reload``."""
+    while True:
+        await clock.sleep(interval)
+        current = await take()
+        if current != last:
+            last = current
+            try:
+                await reload()
+            except Exception:
+                logger.exception("reloading the config failed; the running config stays")
