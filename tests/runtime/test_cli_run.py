@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import anyio
 import pytest
 
 from ishiki_host.core.factlog import FactLog
-from ishiki_host.testing import FakeOpenAIServer, profile_yaml, write_config
+from ishiki_host.testing import FakeOpenAIServer, RecordedRequest, Response, profile_yaml, write_config
 from ishiki_host.testing.host import models_yaml
 
 StartIshiki = Callable[..., Any]  # the ``start_ishiki`` fixture of conftest.py
@@ -184,13 +185,16 @@ def test_a_turn_cut_by_a_signal_is_answered_at_the_next_start(
 ) -> None:
     host = "reload_interval_seconds: 0\nshutdown_grace_seconds: 0.5\n"
     root = write_config(tmp_path / "bot", profiles={"ana": ENGINES["test"]}, models=models_yaml(fake_openai), host=host)
-    fake_openai.hang()
+    in_flight = threading.Event()
+
+    def hang(request: RecordedRequest) -> Response:
+        in_flight.set()
+        return Response(hang=True)
+
+    fake_openai.push(hang)
     running = start_ishiki("run", str(root))
     running.send("are you there?\n")
-    for _ in range(200):  # until the model call is in flight
-        if fake_openai.requests:
-            break
-        anyio.run(anyio.sleep, 0.05)
+    assert in_flight.wait(20), "the model call never came"
     running.signal(signal.SIGINT)
     code, _, err = running.finish()
     assert code == 0, err
@@ -217,19 +221,17 @@ def test_ishiki_reload_signals_the_running_host(
     running.send("one\n")
     assert running.line() == "first"
     (root / "profiles" / "ana" / "persona.md").write_text("You are Ana, renewed.\n", encoding="utf-8")
-    code, _out, err = start_ishiki("reload", str(root)).finish(input="")
+    code, out, err = start_ishiki("reload", str(root)).finish(input="")
     assert code == 0, err
+    running.wait_stderr("profile ana (re)activated")
     fake_openai.tool_call("send_message", {"messages": ["second"]})
-    for _ in range(200):  # the reload is asynchronous: wait until the new persona answers
-        running.send("two\n")
-        if running.line() == "second":
-            break
+    running.send("two\n")
+    assert running.line() == "second"
     assert fake_openai.last_request.json["messages"][0]["content"].startswith("You are Ana, renewed.")
     running.signal(signal.SIGTERM)
     code, _, err = running.finish()
     assert code == 0
     assert "SIGHUP: reloading the config" in err
-    assert "profile ana (re)activated" in err
 
 
 def test_ishiki_models_lists_and_probes(
