@@ -222,7 +222,7 @@ def test_ishiki_reload_signals_the_running_host(
     assert running.line() == "first"
     (root / "profiles" / "ana" / "persona.md").write_text("You are Ana, renewed.\n", encoding="utf-8")
     code, out, err = start_ishiki("reload", str(root)).finish(input="")
-    assert code == 0, err
+    assert (code, out.startswith("asked the host (pid ")) == (0, True), err
     running.wait_stderr("profile ana (re)activated")
     fake_openai.tool_call("send_message", {"messages": ["second"]})
     running.send("two\n")
