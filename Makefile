@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml $(wildcard packages/*/pyproject.toml)
 	touch $(STAMP)
 
 run: setup
-	$(BIN)/ishiki check .
+	$(BIN)/ishiki run .
 
 lint: setup
 	$(BIN)/ruff check .

@@ -32,6 +32,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         ├── AgentBusy                   ``send(..., if_busy="reject")`` while a turn runs
         ├── AgentStopped                the agent is not running (never started, or stopped)
         ├── CommandError                a slash command cannot do what was asked (shown to the sender)
+        ├── RuntimeStartFailed          a runtime could not start (an engine, extension or its log failed)
         ├── ResourceError               a resource URL cannot be read (``code``)
         ├── StoreError                  the memory database cannot be opened or used
         ├── SandboxError                a codemode program failed, or hit a limit
@@ -74,6 +75,7 @@ __all__ = [
     "ProfileInvalid",
     "ResourceError",
     "RunError",
+    "RuntimeStartFailed",
     "SandboxError",
     "ScaffoldError",
     "StoreError",
@@ -261,6 +263,13 @@ class AgentStopped(RunError):
 
 class CommandError(RunError):
     """A slash command cannot do what was asked (bad arguments, an unknown name); the message is the reply."""
+
+
+class RuntimeStartFailed(RunError):
+    """A runtime could not start: an engine's or extension's ``create`` raised, or its fact log failed.
+
+    The input that asked for it is not taken (a channel does not confirm it); the host keeps serving.
+    """
 
 
 class ResourceError(RunError):

@@ -17,7 +17,7 @@ from ishiki_host._version import __version__
 __all__ = ["main"]
 
 # The subcommand modules, in the order `ishiki --help` lists them.
-COMMANDS: tuple[str, ...] = ("init", "new", "check", "plugins", "memory")
+COMMANDS: tuple[str, ...] = ("init", "new", "check", "run", "reload", "models", "plugins", "memory")
 
 
 def build_parser() -> argparse.ArgumentParser:

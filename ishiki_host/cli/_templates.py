@@ -24,6 +24,13 @@ timezone: UTC
 # A runtime idle this many seconds is stopped; it resumes from its fact log on the next message.
 runtime_idle_seconds: 900
 
+# How often the running host looks for edited profiles, models.yaml and this file (0: only on SIGHUP or
+# `ishiki reload`). Changed profiles restart; the others keep their conversations.
+reload_interval_seconds: 2
+
+# On stop or reload, running turns get this long to finish before they are aborted (and resumed later).
+shutdown_grace_seconds: 10
+
 # When fact logs reach the disk: always (every append) | turn (end of every turn) | never (the OS decides).
 fsync: turn
 

@@ -57,6 +57,8 @@ class HostConfig:
     log_level: str = "info"
     timezone: str = "UTC"
     runtime_idle_seconds: float = 900.0
+    reload_interval_seconds: float = 2.0
+    shutdown_grace_seconds: float = 10.0
     fsync: FsyncPolicy = "turn"
     channels: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
@@ -153,6 +155,8 @@ def _build(
         log_level=data["log_level"],
         timezone=data["timezone"],
         runtime_idle_seconds=float(data["runtime_idle_seconds"]),
+        reload_interval_seconds=float(data["reload_interval_seconds"]),
+        shutdown_grace_seconds=float(data["shutdown_grace_seconds"]),
         fsync=data["fsync"],
         channels=dict(channels or {}),
         scheduler=SchedulerSettings(float(data["scheduler"]["interactive_grace_seconds"])),

@@ -70,11 +70,16 @@ class EventBus:
                 await self._call(handler, event)
 
     async def _call(self, handler: Handler, event: BusEvent) -> None:
+        try:
+            result = handler(event)
+        except Exception:
+            logger.exception("event handler %r failed on %s", handler, event.name)
+            return
+        if not inspect.isawaitable(result):
+            return  # a sync handler is done: no deadline to keep (events are frequent; cancel scopes are not free)
         with anyio.move_on_after(self.handler_timeout) as scope:
             try:
-                result = handler(event)
-                if inspect.isawaitable(result):
-                    await result
+                await result
             except Exception:
                 logger.exception("event handler %r failed on %s", handler, event.name)
         if scope.cancelled_caught:

@@ -8,6 +8,7 @@ next step. Only cancellation (an aborted turn) goes through.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,6 +17,7 @@ from jsonschema import SchemaError, ValidationError
 from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 
+from ishiki_host.core.clock import SystemClock
 from ishiki_host.core.hooks import Block
 from ishiki_host.core.tools import Tool, ToolResult, render_result, trust_allows
 from ishiki_host.core.turns import CallContext, CallRecord
@@ -44,7 +46,6 @@ class ToolDispatcher:
         self._bus = bus
         self._clock = clock
         self._tool_timeout = tool_timeout
-        self._validators: dict[int, Any] = {}
 
     async def dispatch(self, call: ToolCall, step: Step) -> CallRecord:
         """Answer ``call``; the record's result has been through every ``after_tool_call`` hook."""
@@ -125,15 +126,32 @@ class ToolDispatcher:
         return None if error is None else _describe_validation(error)
 
     def _validator(self, tool: Tool) -> Any:
-        key = id(tool.parameters)
-        cached = self._validators.get(key)
-        if cached is None or cached[0] is not tool.parameters:
-            schema = dict(tool.parameters)
-            cls = validator_for(schema)
-            cls.check_schema(schema)
-            cached = (tool.parameters, cls(schema))
-            self._validators[key] = cached
+        return _validator_for(tool.parameters)
+
+
+_VALIDATORS: OrderedDict[int, tuple[Mapping[str, Any], Any]] = OrderedDict()
+_VALIDATOR_CACHE_SIZE = 512
+
+
+def _validator_for(parameters: Mapping[str, Any]) -> Any:
+    """The checked validator of a tool's schema, shared by every agent of the process.
+
+    Building one (the metaschema check, the reference resolver) costs milliseconds, and every runtime has its
+    own tool objects over the same module-level schemas. Keyed by the schema object (kept alive by the entry,
+    so its id is never reused while cached); the least recently used are dropped beyond the bound.
+    """
+    key = id(parameters)
+    cached = _VALIDATORS.get(key)
+    if cached is not None and cached[0] is parameters:
+        _VALIDATORS.move_to_end(key)
         return cached[1]
+    schema = dict(parameters)
+    cls = validator_for(schema)
+    cls.check_schema(schema)
+    _VALIDATORS[key] = (parameters, cls(schema))
+    while len(_VALIDATORS) > _VALIDATOR_CACHE_SIZE:
+        _VALIDATORS.popitem(last=False)
+    return _VALIDATORS[key][1]
 
 
 class _DeadlineExceeded(TimeoutError):
@@ -143,11 +161,16 @@ class _DeadlineExceeded(TimeoutError):
 async def run_with_deadline(clock: Clock, seconds: float | None, fn: Callable[[], Awaitable[T]]) -> T:
     """Await ``fn()``; raise ``TimeoutError`` if ``clock`` says ``seconds`` passed first (``None``: no limit).
 
-    The deadline runs on the injectable clock, so tests move it with ``FakeClock.advance``. The error raised
-    is a ``TimeoutError`` subclass private to this module, so a handler's own ``TimeoutError`` stays apart.
+    The deadline runs on the injectable clock, so tests move it with ``FakeClock.advance``; on the real clock it
+    is a plain deadline of the event loop (no watchdog task per call). The error raised is a ``TimeoutError``
+    subclass private to this module, so a handler's own ``TimeoutError`` stays apart.
     """
     if seconds is None:
         return await fn()
+    if isinstance(clock, SystemClock):  # the real clock: a deadline on the event loop, no watchdog task
+        with anyio.move_on_after(seconds):
+            return await fn()
+        raise _DeadlineExceeded(f"no answer within {seconds:g} s")
     outcome: list[T] = []
     failure: list[Exception] = []
     with anyio.CancelScope() as deadline:

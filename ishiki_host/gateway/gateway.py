@@ -15,7 +15,7 @@ import hashlib
 import logging
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -27,13 +27,13 @@ from ishiki_host.config.models import CircuitBreakerConfig, ModelsConfig, ModelS
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest, ModelResult, StreamDone, StreamEvent, Usage
-from ishiki_host.errors import ConfigError, ModelError, ModelsConfigInvalid, ModelUnavailable
+from ishiki_host.errors import ModelError, ModelsConfigInvalid, ModelUnavailable
 from ishiki_host.gateway.breaker import CircuitBreaker
 from ishiki_host.gateway.classify import classify_exception, stream_cut, timed_out
 from ishiki_host.gateway.failover import FailoverPolicy
 from ishiki_host.gateway.group import MemberGroup
 from ishiki_host.gateway.model import GatewayModel
-from ishiki_host.gateway.providers.scripted import CONFIG_DIR_OPTION
+from ishiki_host.gateway.pools import HttpClients, ProviderPool, make_pool
 from ishiki_host.gateway.scheduler import Scheduler, SchedulerConfig
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["CallListener", "CallRecord", "Gateway", "ProbeResult"]
 
 log = logging.getLogger("ishiki_host.gateway")
+
 
 PROBE_PROMPT = "Reply with the single word OK."
 
@@ -97,17 +98,6 @@ class ProbeResult:
         }
 
 
-@dataclass
-class _Provider:
-    config: ProviderConfig
-    http: httpx.AsyncClient | None = None
-    client: ProviderClient | None = None
-    error: str | None = None
-    calls: int = 0
-    failures: int = 0
-    tokens: dict[str, int] = field(default_factory=lambda: {"input": 0, "output": 0})
-
-
 class Gateway:
     """Providers, breakers, groups and the scheduler of one host (see the module docstring)."""
 
@@ -130,6 +120,7 @@ class Gateway:
         if config_dir is None and config.file:
             config_dir = Path(config.file).parent
         self.config_dir = str(config_dir) if config_dir is not None else None
+        self._clients = HttpClients()
         self._providers = {pid: self._make_provider(p, apis, transport) for pid, p in config.providers.items()}
         self.breakers = self._make_breakers()
         self._groups: dict[str, MemberGroup] = {}
@@ -140,27 +131,15 @@ class Gateway:
 
     def _make_provider(
         self, provider: ProviderConfig, apis: Mapping[str, ModelAPI], transport: httpx.AsyncBaseTransport | None
-    ) -> _Provider:
-        api = apis.get(provider.api)
-        if api is None:
-            known = ", ".join(sorted(apis)) or "none"
-            return _Provider(provider, error=f"provider API {provider.api!r} is not installed (installed: {known})")
-        if api.needs_base_url and not provider.base_url:
-            return _Provider(provider, error=f"provider {provider.id!r} needs a baseUrl")
-        if self.config_dir is not None:
-            provider = replace(provider, options={**provider.options, CONFIG_DIR_OPTION: self.config_dir})
-        timeout = httpx.Timeout(
-            provider.read_timeout_seconds, connect=provider.connect_timeout_seconds, pool=provider.timeout_seconds
-        )
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=max(1, provider.max_concurrency))
-        http = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport)
-        try:
-            return _Provider(provider, http, api.create(provider, http))
-        except ConfigError as exc:
-            if exc.file is None and self.config.file:
-                exc = ModelsConfigInvalid(exc.message, file=self.config.file, path=exc.path)
-            log.error("provider %s cannot start: %s", provider.id, exc)
-            return _Provider(provider, http, error=str(exc))
+    ) -> ProviderPool:
+        made = make_pool(provider, apis, self._clients, transport=transport, config_dir=self.config_dir)
+        if isinstance(made, ProviderPool):
+            return made
+        error = made
+        if error.file is None and self.config.file:
+            error = ModelsConfigInvalid(error.message, file=self.config.file, path=error.path)
+        log.error("provider %s cannot start: %s", provider.id, error)
+        return ProviderPool(provider, error=str(error))
 
     def _make_breakers(self) -> dict[str, CircuitBreaker]:
         settings: dict[str, CircuitBreakerConfig] = {}
@@ -247,10 +226,9 @@ class Gateway:
         """Close every provider client and shared httpx client."""
         with anyio.CancelScope(shield=True):
             for provider in self._providers.values():
-                if provider.client is not None:
-                    await provider.client.aclose()
-                if provider.http is not None:
-                    await provider.http.aclose()
+                for client in provider.clients:
+                    await client.aclose()
+            await self._clients.aclose()
 
     async def __aenter__(self) -> Gateway:
         return self
@@ -262,13 +240,14 @@ class Gateway:
 
     # -- one member call (used by GatewayModel) ------------------------------------------------------------
 
-    def _resolve(self, member: str) -> tuple[_Provider, ProviderClient, ModelSpec]:
+    def _resolve(self, member: str) -> tuple[ProviderPool, ProviderClient, ModelSpec]:
         provider_id, _, model_id = member.partition(":")
         provider = self._providers[provider_id]
         spec = provider.config.model(model_id)
-        if provider.client is None or spec is None:
+        client = provider.client
+        if client is None or spec is None:
             raise ModelUnavailable(f"provider {provider_id!r} is not usable: {provider.error}", model=member)
-        return provider, provider.client, spec
+        return provider, client, spec
 
     def _emit(self, record: CallRecord) -> None:
         provider = self._providers.get(record.member.partition(":")[0])

@@ -50,6 +50,7 @@ class _Waiter:
     seq: int
     since: float
     granted: bool = False
+    grant: anyio.Event = field(default_factory=anyio.Event)
 
 
 @dataclass
@@ -106,6 +107,7 @@ class Scheduler:
                 return
             lane.waiting.remove(nxt)
             nxt.granted = True
+            nxt.grant.set()
             lane.in_flight += 1
             lane.granted_total += 1
             if nxt.priority == "interactive":
@@ -146,10 +148,12 @@ class Scheduler:
         try:
             self._dispatch(lane)
             while not waiter.granted:
-                timeout = None
-                if priority == "background":
-                    timeout = self._background_wait(lane, waiter) or None
-                await self._wait_change(lane, timeout)
+                if priority == "interactive":
+                    # Only a grant changes anything for an interactive waiter: it waits for its own event
+                    # (a shared one would wake every waiter on every change, quadratic under load).
+                    await waiter.grant.wait()
+                    continue
+                await self._wait_change(lane, self._background_wait(lane, waiter) or None)
                 self._dispatch(lane)
         except BaseException:
             if waiter.granted:

@@ -106,8 +106,10 @@ def ishiki_turn_finished(runtime: Any, outcome: Any) -> None:
     """Called after every turn of the runtime, whatever its end (done, failed or aborted).
 
     ``outcome`` describes the end of the turn (its state, the error when it failed, the ids of the messages it
-    sent; the type is defined by the runtime). Use it for background work such as summarizing; it runs after
-    the reply was sent. The return value is ignored.
+    sent): a ``TurnReport`` (``ishiki_host.runtime.turnstate``) with ``turn``, ``status``, ``reason``, ``error``,
+    ``inbound`` (the entries the turn answered), ``sent_ids`` and the agent's ``outcome``. It runs in the
+    background after the reply was sent (the next turn need not wait for it), so use it for work such as
+    summarizing. The return value is ignored.
     """
 
 

@@ -198,7 +198,12 @@ class WakeupEngineInstance(Protocol):
 
 @runtime_checkable
 class ToolcallEngineInstance(Protocol):
-    """A toolcall engine's per-runtime instance: how tools reach the model inside one step."""
+    """A toolcall engine's per-runtime instance: how tools reach the model inside one step.
+
+    An instance may set ``text_is_reply = False`` when the text its model writes outside tool calls is not
+    meant for the person (the ``json`` protocol's prose): the runtime then never sends it as a reply, whatever
+    the profile's ``reply_with_text`` says.
+    """
 
     def wrap(self, model: LanguageModel) -> LanguageModel:
         """The model the agent calls (native returns ``model``; text protocols and pipelines wrap it)."""

@@ -1,7 +1,9 @@
-"""The runtime layer: shaped events, runtime keys and homes, and each runtime's resource center.
-
-(The Host, routes and ``AgentRuntime`` build on these.)
+"""The runtime layer: the ``Host``, routes and ``AgentRuntime``; shaped events, runtime keys and homes, each
+runtime's resource center. See ``docs/runtime.md``.
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ishiki_host.runtime.events import (
     Attachment,
@@ -32,25 +34,77 @@ from ishiki_host.runtime.resources import (
     parse_resource_url,
 )
 
+if TYPE_CHECKING:
+    from ishiki_host.runtime.host import Host
+    from ishiki_host.runtime.host_setup import ReloadReport
+    from ishiki_host.runtime.parts import EngineUse, HostServices, ProfileParts, ProviderCache
+    from ishiki_host.runtime.routes import ProfileRoute, RouteTable
+    from ishiki_host.runtime.runtime import AgentRuntime, InboundFilter
+    from ishiki_host.runtime.surface import SurfaceContext, ToolSurface
+    from ishiki_host.runtime.turnstate import TurnReport, TurnState
+
+# The host-level names are imported on first use: the kernel tools import this package's resource modules,
+# and the runtime imports the kernel tools.
+_LAZY = {
+    "Host": "host",
+    "ReloadReport": "host_setup",
+    "EngineUse": "parts",
+    "HostServices": "parts",
+    "ProfileParts": "parts",
+    "ProviderCache": "parts",
+    "ProfileRoute": "routes",
+    "RouteTable": "routes",
+    "AgentRuntime": "runtime",
+    "InboundFilter": "runtime",
+    "SurfaceContext": "surface",
+    "ToolSurface": "surface",
+    "TurnReport": "turnstate",
+    "TurnState": "turnstate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "AgentRuntime",
     "ArchivedOutput",
     "AssetFetcher",
     "AssetFetchers",
     "Attachment",
     "Blob",
     "ChannelKind",
+    "EngineUse",
     "EventKind",
+    "Host",
+    "HostServices",
+    "InboundFilter",
     "IshikiEvent",
+    "ProfileParts",
+    "ProfileRoute",
+    "ProviderCache",
     "Quote",
     "ReadResult",
+    "ReloadReport",
     "Resource",
     "ResourceCenter",
     "ResourceRequest",
     "ResourceURL",
+    "RouteTable",
     "RuntimeKey",
     "RuntimeMode",
     "RuntimeResources",
     "SchemeHandler",
+    "SurfaceContext",
+    "ToolSurface",
+    "TurnReport",
+    "TurnState",
     "User",
     "channel_id",
     "create_runtime_resources",

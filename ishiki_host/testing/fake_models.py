@@ -4,7 +4,8 @@ Tests (and plugin authors) script what the next calls get, in order; when the qu
 answers with ``default`` (a ``Reply("ok")`` unless changed). A queued item is a ``Reply`` (rendered in the
 server's protocol, streamed when the request asked for a stream), a raw ``Response``, or a function of the
 ``RecordedRequest`` returning either. The fault helpers (``rate_limit``, ``server_error``, ``hang``...)
-queue the answers real providers give in those cases.
+queue the answers real providers give in those cases. ``latency`` (seconds, default 0) delays every answer,
+like a model that takes time to answer; concurrent requests wait concurrently.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ishiki_host.config.models import ModelSpec, ProviderConfig
@@ -68,6 +69,7 @@ class FakeModelServer(LoopbackServer, ABC):
     def __init__(self) -> None:
         super().__init__(self._handle)
         self.default: Scripted = Reply("ok")
+        self.latency = 0.0
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -161,9 +163,8 @@ class FakeModelServer(LoopbackServer, ABC):
             answer = self._queue.popleft() if self._queue else self.default
         if callable(answer) and not isinstance(answer, Reply | Response):
             answer = answer(request)
-        if isinstance(answer, Response):
-            return answer
-        return self._render(answer, request)
+        response = answer if isinstance(answer, Response) else self._render(answer, request)
+        return replace(response, delay=self.latency) if self.latency and not response.delay else response
 
     def _render(self, reply: Reply, request: RecordedRequest) -> Response:
         body = request.json if isinstance(request.json, dict) else {}

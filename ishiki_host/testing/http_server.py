@@ -43,6 +43,7 @@ class Response:
     """What to answer. ``chunks`` (if set) are sent with chunked encoding, each written separately.
 
     ``hang``: send nothing until the server closes. ``cut``: close the connection before the body is complete.
+    ``delay``: wait this many seconds before answering (other connections are served meanwhile).
     """
 
     status: int = 200
@@ -51,6 +52,7 @@ class Response:
     chunks: Sequence[bytes] | None = None
     hang: bool = False
     cut: bool = False
+    delay: float = 0.0
 
     @classmethod
     def json(cls, data: Any, status: int = 200, headers: Sequence[tuple[str, str]] = ()) -> Response:
@@ -176,6 +178,8 @@ class LoopbackServer:
             response = self.handler(request)
         except Exception:
             response = Response(500, (("content-type", "text/plain"),), traceback.format_exc().encode())
+        if response.delay > 0:
+            await asyncio.sleep(response.delay)
         if response.hang:
             assert self._state.stop is not None
             await self._state.stop.wait()

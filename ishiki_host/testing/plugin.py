@@ -7,5 +7,6 @@ pytest_plugins = [
     "ishiki_host.testing.channel_fixtures",
     "ishiki_host.testing.core_fixtures",
     "ishiki_host.testing.fixtures",
+    "ishiki_host.testing.host_fixtures",
     "ishiki_host.testing.model_fixtures",
 ]

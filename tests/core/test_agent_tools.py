@@ -222,3 +222,32 @@ async def test_results_keep_their_structure_for_hooks_and_become_text_for_the_mo
     assert not first.is_error
     assert (second.text, second.is_error) == ("custom text", True)
     assert seen == [("ran", {"ok": True, "ids": [1, 2], "step": 1, "call": "s1"}), ("ran", {"why": "said so"})]
+
+
+@pytest.mark.anyio
+async def test_on_the_real_clock_the_deadline_needs_no_watchdog_and_still_stops_the_tool() -> None:
+    from ishiki_host.core.clock import SystemClock
+    from ishiki_host.core.dispatch import run_with_deadline
+
+    stopped = anyio.Event()
+
+    async def hang() -> str:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return "never"
+
+    async def own_timeout() -> str:
+        raise TimeoutError("upstream")
+
+    with pytest.raises(TimeoutError, match=r"no answer within 0\.01 s"):
+        await run_with_deadline(SystemClock(), 0.01, hang)
+    assert stopped.is_set()
+    with pytest.raises(TimeoutError, match="upstream"):
+        await run_with_deadline(SystemClock(), 5, own_timeout)
+
+    async def quick() -> str:
+        return "done"
+
+    assert await run_with_deadline(SystemClock(), 5, quick) == "done"

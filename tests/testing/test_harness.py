@@ -111,7 +111,7 @@ async def test_mounted_engines_shape_the_window_the_model_and_the_prompt(tmp_pat
     assert toolcall.wrapped == [inner]
     assert rt.model is inner  # the context still offers the profile's own model
     system, user = inner.requests[0].messages
-    assert system.text.endswith("context engine section\n\ntoolcall engine section")
+    assert system.text.endswith("toolcall engine section\n\ncontext engine section")
     assert user.text == "[tagged] hi"
 
 
@@ -134,7 +134,7 @@ async def test_spawned_work_runs_off_the_turn_and_is_cancelled_on_exit(tmp_path:
     async def broken() -> None:
         raise ValueError("boom")
 
-    async with RuntimeHarness(tmp_path, model=ScriptedModel(["ok"])) as rt:
+    async with RuntimeHarness(tmp_path, model=ScriptedModel(["ok"]), shutdown_grace=0.2) as rt:
         rt.spawn(slow, name="slow")
         rt.spawn(broken, name="broken")  # logged, never raised
         outcome = await rt.say("hi")  # a turn does not wait for background work

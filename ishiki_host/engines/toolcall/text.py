@@ -76,7 +76,9 @@ class JsonToolcallEngine(ToolcallEngine):
 
     def create(self, ctx: Any, config: Mapping[str, Any]) -> TextToolcall:
         """Make the model wrapper and its hooks for one runtime."""
-        return TextToolcall(ctx, JSON, resolve_options(self.config_schema, config, where="toolcall.json"))
+        options = resolve_options(self.config_schema, config, where="toolcall.json")
+        # its prompt says text outside the block is shown to no one: replies go through send_message only
+        return TextToolcall(ctx, JSON, options, text_is_reply=False)
 
 
 class XmlToolcallEngine(ToolcallEngine):
@@ -101,8 +103,11 @@ class _Answered:
 class TextToolcall(AgentHooks):
     """One runtime's text-protocol engine: the wrapper's call site and the agent hooks (see the module docstring)."""
 
-    def __init__(self, ctx: RuntimeContext, protocol: TextProtocol, options: Mapping[str, Any]):
+    def __init__(
+        self, ctx: RuntimeContext, protocol: TextProtocol, options: Mapping[str, Any], *, text_is_reply: bool = True
+    ):
         self.ctx = ctx
+        self.text_is_reply = text_is_reply
         self.protocol = protocol
         self.retries = int(options["retries"])
         self.failures = 0  # answers in a row that could not be acted on

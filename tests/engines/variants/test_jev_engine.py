@@ -99,7 +99,7 @@ async def test_the_judge_reads_the_channel_and_its_verdict_starts_a_turn(
         judged = records(rt)
         usage = [e.data for e in rt.log.iter_forward() if e.type == "usage"]
     assert starts[-1] == {
-        "by": "continue", "entry": 8, "channel": G1, "rule": "judge", "score": 0.9487, "reason": "wakeup.jev"
+        "by": "continue", "entry": 9, "channel": G1, "rule": "judge", "score": 0.9487, "reason": "wakeup.jev"
     }  # fmt: skip
     request = judge.requests[-1]
     assert (request.priority, request.temperature) == ("background", 0.0)
@@ -293,7 +293,7 @@ async def test_judge_records_wait_for_a_running_turn_to_end(
         release_turn.set()
         await settle(rt, engine)
         kinds = [e.name or e.data.get("kind") or e.data.get("role") for e in rt.log.iter_forward()]
-    assert kinds == ["user", "user", "turn.start", "assistant", "turn.done", "jev.judge", None]
+    assert kinds == ["user", "user", "turn.start", "assistant", "reply_with_text", "turn.done", "jev.judge", None]
 
 
 async def test_history_stops_at_a_session_boundary_and_keeps_the_bots_sends(

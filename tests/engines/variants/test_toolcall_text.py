@@ -74,12 +74,15 @@ async def test_the_json_engine_completes_a_tool_using_turn_over_http(
         ) as rt:
             outcome = await rt.say("what is tea?")
             log = entries(rt)
+            sent = [m.text for m in rt.channel.sent]
     assert (outcome.status, outcome.reason, outcome.steps) == ("done", "no_tool_calls", 2)
+    assert sent == []  # the json prompt says prose outside the block is shown to no one: it is never sent
     assert seen == [{"word": "tea"}]
     first, second = (r.json for r in fake_openai.requests)
     assert "tools" not in first
     system = first["messages"][0]["content"]
-    assert system.startswith("You are a test persona.\n\n## How to act")
+    assert system.startswith("You are a test persona.\n\n")
+    assert "\n\n## How to act" in system
     assert "### lookup\nLook a word up in the dictionary." in system
     assert second["messages"][2] == {
         "role": "assistant",
@@ -107,7 +110,9 @@ async def test_the_xml_engine_completes_a_tool_using_turn_over_http(
             extra_tools=[lookup_tool(seen)],
         ) as rt:
             outcome = await rt.say("what is tea?")
+            sent = [m.text for m in rt.channel.sent]
     assert (outcome.status, outcome.steps) == ("done", 2)
+    assert sent == ["Tea is a hot drink."]  # Hermes-style text outside the blocks is the reply
     assert seen == [{"word": "tea"}]
     first, second = (r.json for r in fake_openai.requests)
     assert '<tools>\n{"type": "function", "function": {"name": "lookup"' in first["messages"][0]["content"]

@@ -1,0 +1,45 @@
+"""The fake OpenAI-compatible server in a process of its own, for benchmarks of the whole host.
+
+Its own process keeps the server's work off the host's core and GIL, as a real model server would be. Every
+call is answered with a ``send_message("ok")`` tool call, after ``latency`` seconds.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+SERVER = """
+import sys
+from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall
+with FakeOpenAIServer() as server:
+    server.default = Reply(tool_calls=(ScriptedCall("send_message", {{"messages": ["ok"]}}),))
+    server.latency = {latency}
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextmanager
+def fake_model_process(latency: float = 0.0) -> Iterator[str]:
+    """Run the server until the block ends; yields its base URL."""
+    script = SERVER.format(latency=latency)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(10)
+
+
+def models_yaml(base_url: str, concurrency: int) -> str:
+    """A models.yaml whose group ``default`` is the fake server's one model."""
+    return (
+        f"providers:\n  fake:\n    api: openai-completions\n    baseUrl: {base_url}\n"
+        f"    maxConcurrency: {concurrency}\n    models: [{{id: fake-model}}]\n"
+        "groups:\n  default:\n    models: [fake:fake-model]\n"
+    )

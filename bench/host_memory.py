@@ -1,0 +1,118 @@
+"""Host memory: RSS per idle runtime, and RSS after many runtimes were spawned and evicted.
+
+A real ``Host`` (fake channel, a wakeup engine that answers every message, an instant fake model in its own
+process, the host's clock faked so eviction is exact) gets one message in each of N channels: every message
+spawns a runtime, which answers and goes idle. First, ``--idle`` runtimes are kept alive and the RSS they add,
+per runtime, is printed. Then they and ``--churn`` more (in batches) are spawned and evicted
+(``runtime_idle_seconds`` passes); the RSS after the churn is compared with the RSS measured after the first
+batch had been evicted (the baseline: allocator pools and caches warm). Fact logs go to /dev/shm when it exists.
+
+One run (RSS is a single reading, not a timing). Target: RSS after the churn ~1x the baseline.
+
+    .venv/bin/python bench/host_memory.py [--quick] [--idle N] [--churn N] [--batch N] [--dir PATH] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+from _fake_server import fake_model_process, models_yaml
+from _report import Bench, run
+
+from ishiki_host.core.clock import FakeClock
+from ishiki_host.runtime.routes import reap_interval
+from ishiki_host.testing.host import TestHost, host_yaml, profile_yaml, write_config
+
+IDLE_SECONDS = 60.0
+
+
+def rss_mib() -> float:
+    """The resident set size of this process (after a full collection)."""
+    gc.collect()
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+async def measure_host(bench: Bench, base_url: str, idle: int, churn: int, batch: int, base: Path) -> None:
+    """Warm up, measure RSS with idle runtimes, then churn and measure again."""
+    clock = FakeClock()
+    host = host_yaml(extra=f"runtime_idle_seconds: {IDLE_SECONDS}\nscheduler: {{interactive_grace_seconds: 0}}\n")
+    root = write_config(base / "bot", profiles={"ana": profile_yaml()}, models=models_yaml(base_url, 32), host=host)
+    async with TestHost(root, clock=clock) as th:
+        bot = th.channel()
+        route = th.host.routes.get("ana")
+        assert route is not None
+        serial = 0
+
+        async def spawn(count: int) -> None:
+            nonlocal serial
+            first, serial = serial, serial + count
+            sent = 0
+            async with anyio.create_task_group() as tg:
+                for index in range(first, first + count):
+                    tg.start_soon(lambda i=index: bot.say("hello", channel_id=f"private:{i}"))
+            with anyio.fail_after(300):
+                await bot.wait_sent(sent + count)
+                for runtime in route.runtimes.values():
+                    await runtime.settled()
+            bot.sent.clear()  # the fake channel's own record is not the host's memory
+
+        async def evict_all() -> None:
+            await clock.advance(IDLE_SECONDS + reap_interval(IDLE_SECONDS))
+            with anyio.fail_after(300):
+                while route.runtimes or route.closing:
+                    await clock.advance(reap_interval(IDLE_SECONDS))
+                    await anyio.sleep(0.01)
+
+        await spawn(batch)  # warm everything up once
+        await evict_all()
+        before = rss_mib()
+        await spawn(idle)
+        alive = len(route.runtimes)
+        during = rss_mib()
+        bench.add(f"RSS per idle runtime ({alive:,} alive)", "B", [(during - before) * 2**20 / alive])
+        await evict_all()
+        baseline = rss_mib()
+        done = 0
+        while done < churn:
+            count = min(batch, churn - done)
+            await spawn(count)
+            await evict_all()
+            done += count
+        after = rss_mib()
+        bench.note(f"{route.spawned:,} spawns and {route.evicted:,} evictions in all")
+    bench.add(f"RSS after {done + idle + batch:,} runtimes spawned and evicted", "B", [after * 2**20],
+              baseline="RSS after the first idle runtimes were evicted", baseline_samples=[baseline * 2**20],
+              target="~1")  # fmt: skip
+
+
+async def measure(bench: Bench) -> None:
+    """Start the fake model server in its own process and measure in a temporary config dir."""
+    idle, churn = (500, 2000) if bench.quick else (bench.args.idle, bench.args.churn)
+    with fake_model_process() as base_url, tempfile.TemporaryDirectory(dir=bench.args.dir) as base:
+        await measure_host(bench, base_url, idle, churn, bench.args.batch, Path(base))
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """This script's own options."""
+    parser.add_argument("--idle", type=int, default=1000)
+    parser.add_argument("--churn", type=int, default=10_000)
+    parser.add_argument("--batch", type=int, default=500)
+    default_dir = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    parser.add_argument("--dir", default=default_dir, help="where the config dir and fact logs go")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (see the module docstring)."""
+    return run(measure, __doc__, argv, arguments=arguments)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

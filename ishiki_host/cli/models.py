@@ -1,0 +1,103 @@
+"""``ishiki models [DIR] [--json] [--probe]``: the providers, groups and models of ``models.yaml``.
+
+With ``--probe`` every model gets one tiny request (concurrently) and the report shows its latency or the
+classified error. Exit status: 0 when models.yaml has no error (and, probing, every model answered), 1
+otherwise, 2 when DIR is not a config directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "render", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``models`` command."""
+    parser = subparsers.add_parser(
+        "models",
+        help="list the models of models.yaml (and probe them)",
+        description="List providers, groups and models with context windows, inputs and groups. --probe sends "
+        "each model one tiny request and shows its latency or error. Exit 1 on a models.yaml error or a failed "
+        "probe, 2 when DIR is not a config directory.",
+    )
+    parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the config directory (default: .)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--probe", action="store_true", help="send every model one tiny request")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Report the models of ``args.dir``; return the exit status."""
+    import anyio
+
+    from ishiki_host.cli._output import print_json
+    from ishiki_host.config.models_loader import load_models
+    from ishiki_host.errors import ConfigDirError
+    from ishiki_host.plugins.configdir import check_usable
+    from ishiki_host.plugins.discovery import discover
+
+    root = Path(args.dir)
+    try:
+        check_usable(root)
+    except ConfigDirError as exc:
+        print(f"ishiki models: {exc.message}", file=sys.stderr)
+        return 2
+    registry = discover()
+    config, errors = load_models(root, catalog=registry)
+    report = anyio.run(_report, root, config, registry, args.probe)
+    report["errors"] = [e.as_dict() for e in errors]
+    if args.json:
+        print_json(report)
+    else:
+        print("\n".join(render(report)))
+        for error in errors:
+            print(f"error: {error.describe()}", file=sys.stderr)
+    failed = any(m.get("probe") and not m["probe"]["ok"] for m in report["models"])
+    return 1 if errors or failed else 0
+
+
+async def _report(root: Path, config: Any, registry: Any, probe: bool) -> dict[str, Any]:
+    from ishiki_host.config.services import PROVIDER_GROUP, service_name
+    from ishiki_host.gateway import Gateway, models_report
+
+    apis = {}
+    for provider in config.providers.values():
+        cls = registry.plugin(service_name(PROVIDER_GROUP, provider.api))
+        if cls is not None:
+            apis[provider.api] = cls()
+    async with Gateway(config, apis, config_dir=root) as gateway:
+        return await models_report(config, gateway, probe)
+
+
+def render(report: dict[str, Any]) -> list[str]:
+    """The report as aligned tables."""
+    from ishiki_host.cli._output import table
+
+    lines = [f"models.yaml: {report['file'] or 'not found'}"]
+    rows = [["MODEL", "CONTEXT", "MAX OUT", "INPUT", "TOOLS", "GROUPS", "STATE"]]
+    for model in report["models"]:
+        state = (model.get("breaker") or {}).get("state", "?")
+        probe = model.get("probe")
+        if probe is not None:
+            state = f"ok {probe['latency_seconds']:.2f}s" if probe["ok"] else f"{probe['error_kind']}: {probe['error']}"
+        rows.append(
+            [
+                model["ref"],
+                f"{model['context_window']:,}",
+                f"{model['max_tokens']:,}",
+                ",".join(model["input"]),
+                "yes" if model["tool_call"] else "no",
+                ",".join(model["groups"]) or "-",
+                state,
+            ]
+        )
+    lines += table(rows, "  ")
+    providers = [p for p in report["providers"] if p.get("error")]
+    lines += [f"provider {p['id']}: {p['error']}" for p in providers]
+    for group in report["groups"]:
+        lines.append(f"group {group['name']} ({group['strategy']}): {' → '.join(group['members'])}")
+    return lines

@@ -1,0 +1,111 @@
+"""The extension instances mounted on one runtime: their plugin manager, hooks in order, and their end.
+
+Instances are registered in a plugin manager of their own runtime and asked in ``extends`` order (mounted
+order for instances added later). ``stop_all`` calls every ``ishiki_stop`` (an exception is logged and the
+others still run) and then every dispose callable ``ishiki_attach`` returned, in reverse order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ishiki_host.plugins.hooks import IshikiPluginManager, await_results, call_in_order, make_plugin_manager
+
+if TYPE_CHECKING:
+    from ishiki_host.core.tools import Tool
+
+__all__ = ["MountedExtensions"]
+
+
+class MountedExtensions:
+    """The extension instances of one runtime (see the module docstring)."""
+
+    def __init__(self, runtime: Any, logger: logging.Logger):
+        self._runtime = runtime
+        self._logger = logger
+        self._manager: IshikiPluginManager | None = None  # made on first use: most of a runtime's cost otherwise
+        self._mounted: list[tuple[str, object]] = []
+        self._disposers: list[tuple[str, Any]] = []
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The mounted extensions, in order."""
+        return tuple(name for name, _ in self._mounted)
+
+    @property
+    def instances(self) -> tuple[object, ...]:
+        """The mounted instances, in order."""
+        return tuple(instance for _, instance in self._mounted)
+
+    @property
+    def _pm(self) -> IshikiPluginManager:
+        if self._manager is None:
+            self._manager = make_plugin_manager()
+        return self._manager
+
+    def implements(self, hook: str) -> bool:
+        """Whether some mounted instance implements ``hook`` (so callers can skip work nobody wants)."""
+        return self._manager is not None and bool(getattr(self._manager.hook, hook).get_hookimpls())
+
+    def register(self, name: str, instance: object) -> None:
+        """Register ``instance`` (``PluginLoadFailed`` when a hook implementation is misnamed)."""
+        self._pm.register(instance, name=f"{name}#{len(self._mounted)}")
+        self._mounted.append((name, instance))
+
+    async def attach(self, name: str, instance: object) -> None:
+        """Run ``ishiki_attach`` of one instance; an exception is logged, the instance stays mounted."""
+        try:
+            results = await call_in_order(self._pm, "ishiki_attach", [instance], runtime=self._runtime)
+        except Exception:
+            self._logger.exception("extension %r failed in ishiki_attach; it stays mounted without it", name)
+            return
+        self._disposers.extend((name, d) for d in results if callable(d))
+
+    async def tools(self) -> list[tuple[str, Sequence[Tool]]]:
+        """Each extension's tools for this turn (an exception fails the turn, naming the extension)."""
+        offered: list[tuple[str, Sequence[Tool]]] = []
+        for name, instance in self._mounted:
+            try:
+                batches = await call_in_order(self._pm, "ishiki_tools", [instance], runtime=self._runtime)
+            except Exception:
+                self._logger.error("extension %r raised in ishiki_tools; this turn fails", name)
+                raise
+            offered.append((name, [tool for batch in batches for tool in (batch or ())]))
+        return offered
+
+    async def instructions(self) -> list[str]:
+        """Each extension's non-empty instructions, in order (an exception fails the turn)."""
+        sections: list[str] = []
+        for name, instance in self._mounted:
+            try:
+                found = await call_in_order(self._pm, "ishiki_instructions", [instance], runtime=self._runtime)
+            except Exception:
+                self._logger.error("extension %r raised in ishiki_instructions; this turn fails", name)
+                raise
+            sections.extend(s for s in found if isinstance(s, str) and s.strip())
+        return sections
+
+    async def turn_finished(self, report: Any) -> None:
+        """``ishiki_turn_finished`` of every instance; exceptions are logged."""
+        await self._each("ishiki_turn_finished", outcome=report)
+
+    async def stop_all(self) -> None:
+        """Every ``ishiki_stop``, then every dispose in reverse order; nothing stops the rest."""
+        await self._each("ishiki_stop")
+        for name, dispose in reversed(self._disposers):
+            try:
+                await await_results([dispose()])
+            except Exception:
+                self._logger.exception("the dispose of extension %r failed", name)
+        self._disposers.clear()
+
+    async def _each(self, hook: str, **kwargs: Any) -> None:
+        if not self._mounted:
+            return
+        for name, instance in self._mounted:
+            arguments = {"runtime": self._runtime, **kwargs}
+            for result in await call_in_order(self._pm, hook, [instance], return_exceptions=True, **arguments):
+                if isinstance(result, Exception):
+                    self._logger.error("extension %r raised in %s", name, hook, exc_info=result)

@@ -1,0 +1,168 @@
+"""The runtime's own agent hooks, composed after the engines' hooks.
+
+- **Trust at dispatch.** Before each step the tools above the turn's trust level are removed (a message that
+  joined the turn may have lowered it), and a call to such a tool is blocked even if a model names it.
+- **Large outputs.** A tool result longer than ``resources.artifactThresholdChars`` is archived as
+  ``artifact://<tool>/<id>.txt``; the model gets its first and last part and the URL to ``read`` the rest.
+- **Images.** ``asset://`` image parts become ``data:`` URLs for models that take images, text otherwise.
+- **The stop rule.** ``finish`` ends the turn (``finish``), so does ``wait`` (``wait``) and a step whose only
+  calls were successful sends (``sent``).
+- **reply_with_text.** Text the model wrote without calling any tool is sent as one message (profile option
+  ``reply_with_text``, default on), then recorded as a ``custom`` entry (``kind: reply_with_text``). Nothing
+  replays it after a crash: the assistant message holds the text, so it is never sent twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ishiki_host.core.hooks import AgentHooks, Block, Stop
+from ishiki_host.core.tools import ToolResult, trust_allows
+
+if TYPE_CHECKING:
+    from ishiki_host.config.profile_types import Profile
+    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.messages import Message, ToolCall
+    from ishiki_host.core.turns import CallRecord, Step
+    from ishiki_host.runtime.images import ImageResolver
+    from ishiki_host.runtime.outbound import RuntimeOutbox
+    from ishiki_host.runtime.resources import ArtifactStore
+    from ishiki_host.runtime.turnstate import TurnState
+
+__all__ = ["HooksHost", "RuntimeHooks", "stop_reason"]
+
+logger = logging.getLogger(__name__)
+
+_NOT_ARCHIVED = frozenset({"read"})  # read pages are already bounded; archiving one would only nest URLs
+
+
+class HooksHost(Protocol):
+    """What the hooks need of their runtime."""
+
+    @property
+    def profile(self) -> Profile:
+        """The profile."""
+        ...
+
+    @property
+    def turn_state(self) -> TurnState:
+        """The running turn's trust and inbound messages."""
+        ...
+
+    @property
+    def log(self) -> FactLog:
+        """The fact log."""
+        ...
+
+    @property
+    def outbox(self) -> RuntimeOutbox:
+        """Where replies go."""
+        ...
+
+    @property
+    def toolcall_engine(self) -> Any:
+        """The toolcall engine's instance (``text_is_reply`` says whether plain text is a reply)."""
+        ...
+
+    @property
+    def artifacts(self) -> ArtifactStore:
+        """Where large outputs are archived."""
+        ...
+
+    @property
+    def images(self) -> ImageResolver:
+        """Image part resolution."""
+        ...
+
+    def admit_joined(self) -> None:
+        """Count inbound messages that joined the running turn (they may lower its trust)."""
+        ...
+
+
+def _ok(record: CallRecord) -> bool:
+    return record.status == "ran" and not record.result.is_error
+
+
+def stop_reason(step: Step) -> str | None:
+    """``finish``, ``wait`` or ``sent`` when the step ends the turn by the stop rule, else ``None``."""
+    calls = step.calls
+    if any(r.call.name == "finish" and r.status == "ran" for r in calls):
+        return "finish"
+    if any(r.call.name == "wait" and _ok(r) for r in calls):
+        return "wait"
+    if calls and all(r.tool is not None and r.tool.kind == "send" and _ok(r) for r in calls):
+        return "sent"
+    return None
+
+
+class RuntimeHooks(AgentHooks):
+    """See the module docstring."""
+
+    def __init__(self, host: HooksHost):
+        self._host = host
+
+    async def prepare_step(self, step: Step) -> None:
+        """Let joined messages lower the trust level, then drop the tools above it."""
+        if step.index > 1:
+            self._host.admit_joined()
+        trust = self._host.turn_state.trust
+        step.tools[:] = [tool for tool in step.tools if trust_allows(trust, tool.trust)]
+
+    async def before_tool_call(self, call: ToolCall, step: Step) -> Block | None:
+        """Refuse a tool above the turn's trust level (even if an engine offered it)."""
+        tool = step.tool(call.name)
+        trust = self._host.turn_state.trust
+        if tool is not None and not trust_allows(trust, tool.trust):
+            return Block(f"{call.name} needs trust {tool.trust}; this turn is {trust}")
+        return None
+
+    async def after_tool_call(self, call: ToolCall, result: ToolResult, step: Step) -> ToolResult:
+        """Archive a result longer than the profile's threshold."""
+        limit = self._host.profile.resources.artifact_threshold_chars
+        if result.is_error or call.name in _NOT_ARCHIVED or len(result.content) <= limit:
+            return result
+        try:
+            archived = await self._host.artifacts.archive_if_large(
+                call.name, result.content, original=_original(result), limit=limit
+            )
+        except Exception:
+            logger.exception("could not archive the output of %s; passing it on whole", call.name)
+            return result
+        return ToolResult(archived.content, result.is_error, result.data)
+
+    async def transform_messages(self, messages: list[Message], step: Step) -> list[Message]:
+        """Resolve image parts for the model."""
+        return await self._host.images.resolve(messages)
+
+    async def on_step_finish(self, step: Step) -> Stop | None:
+        """The stop rule; ``reply_with_text`` for a step that called no tool."""
+        reason = stop_reason(step)
+        if reason is not None:
+            return Stop(reason)
+        result = step.result
+        if result is not None and not result.tool_calls and result.text.strip() and self._replies_with_text():
+            await self._reply_with_text(step, result.text)
+        return None
+
+    def _replies_with_text(self) -> bool:
+        """The profile sends plain text, and the toolcall engine says its text is meant for the person."""
+        engine = self._host.toolcall_engine
+        return self._host.profile.reply_with_text and getattr(engine, "text_is_reply", True) is not False
+
+    async def _reply_with_text(self, step: Step, text: str) -> None:
+        outbox = self._host.outbox
+        target = outbox.default_target() if outbox.needs_target else None
+        outcome = await outbox.send([text], target, None)
+        record: dict[str, Any] = {"kind": "reply_with_text", "ids": list(outcome.ids)}
+        if step.appended:
+            record["of"] = step.appended[0].id
+        if not outcome.ok:
+            record["error"] = outcome.error
+            logger.warning("turn %s: the text reply was not sent: %s", step.turn.number, outcome.error)
+        await self._host.log.append("custom", record, turn=step.turn.number)
+
+
+def _original(result: ToolResult) -> Any:
+    """The structured value to keep beside an archived text (when it is more than the text itself)."""
+    return None if result.data is None or isinstance(result.data, str) else result.data

@@ -1,0 +1,1 @@
+"""Plugins for the runtime tests of Ishiki Host (see pyproject.toml)."""
