@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import os
 
     from ishiki_host.core.model import Priority
-    from ishiki_host.gateway.api import ModelAPI, ProviderClient
+    from ishiki_host.gateway.api import ModelAPI
 
 __all__ = ["CallListener", "CallRecord", "Gateway", "ProbeResult"]
 
@@ -240,14 +240,13 @@ class Gateway:
 
     # -- one member call (used by GatewayModel) ------------------------------------------------------------
 
-    def _resolve(self, member: str) -> tuple[ProviderPool, ProviderClient, ModelSpec]:
+    def _resolve(self, member: str) -> tuple[ProviderPool, ModelSpec]:
         provider_id, _, model_id = member.partition(":")
         provider = self._providers[provider_id]
         spec = provider.config.model(model_id)
-        client = provider.client
-        if client is None or spec is None:
+        if not provider.usable or spec is None:
             raise ModelUnavailable(f"provider {provider_id!r} is not usable: {provider.error}", model=member)
-        return provider, client, spec
+        return provider, spec
 
     def _emit(self, record: CallRecord) -> None:
         provider = self._providers.get(record.member.partition(":")[0])
@@ -277,12 +276,13 @@ class Gateway:
         """One ``generate`` on one member: scheduler slot, whole-call deadline, breaker verdict, call record."""
         start = self.clock.monotonic()
         try:
-            provider, client, spec = self._resolve(member)
+            provider, spec = self._resolve(member)
             limit = limit_seconds or provider.config.timeout_seconds
-            async with self.scheduler.slot(provider.config.id, provider.config.max_concurrency, request.priority):
+            slot = self.scheduler.slot(provider.config.id, provider.config.max_concurrency, request.priority)
+            async with slot:
                 start = self.clock.monotonic()
                 try:
-                    with anyio.fail_after(limit):
+                    with provider.lease() as client, anyio.fail_after(limit):
                         result = await client.generate(spec, request)
                 except TimeoutError:
                     raise timed_out(member, limit) from None
@@ -310,9 +310,11 @@ class Gateway:
         within the read timeout (a long answer that keeps streaming is never cut)."""
         start = self.clock.monotonic()
         try:
-            provider, client, spec = self._resolve(member)
-            async with self.scheduler.slot(provider.config.id, provider.config.max_concurrency, request.priority):
+            provider, spec = self._resolve(member)
+            slot = self.scheduler.slot(provider.config.id, provider.config.max_concurrency, request.priority)
+            async with slot:
                 start = self.clock.monotonic()
+                index, client = provider.acquire()
                 events = client.stream(spec, request)
                 try:
                     limit = provider.config.timeout_seconds
@@ -328,10 +330,13 @@ class Gateway:
                             return
                         yield event
                 finally:
-                    closer = getattr(events, "aclose", None)
-                    if closer is not None:
-                        with anyio.CancelScope(shield=True):
-                            await closer()
+                    try:
+                        closer = getattr(events, "aclose", None)
+                        if closer is not None:
+                            with anyio.CancelScope(shield=True):
+                                await closer()
+                    finally:
+                        provider.release(index)
         except ModelError as error:
             self._verdict(member, error, True)
             self._emit(

@@ -2,16 +2,20 @@
 
 httpcore 1.0 scans every connection of a pool for every request it assigns, so one pool of 64 connections
 costs milliseconds of CPU per request under load (quadratic overall). A provider of an HTTP API therefore gets
-``ceil(maxConcurrency / POOL_SIZE)`` clients, each with its own small pool, and calls go to them in turn; the
-gateway's scheduler still bounds the calls in flight to ``maxConcurrency``. APIs without a base URL (the
-scripted one) get one client. Every httpx client of a gateway shares one TLS context (building one reads the
-CA bundle, ~20 ms).
+``ceil(maxConcurrency / POOL_SIZE)`` clients, each with its own small pool, and each call goes to the client
+with the fewest calls in flight (``ProviderPool.acquire``, once the scheduler granted the call its slot). The
+scheduler bounds the calls in flight to ``maxConcurrency``, so no client has more than ``POOL_SIZE`` at once and
+every connection stays a keep-alive one (handing clients out in turn let some get more calls than connections
+kept: the extra ones were opened and closed again, a connect every few calls under load). APIs without a base
+URL (the scripted one) get one client. Every httpx client of a gateway shares one TLS context (building one
+reads the CA bundle, ~20 ms).
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import httpx
@@ -60,15 +64,36 @@ class ProviderPool:
     calls: int = 0
     failures: int = 0
     tokens: dict[str, int] = field(default_factory=lambda: {"input": 0, "output": 0})
-    _turn: int = 0
+    in_flight: list[int] = field(init=False)
+    """Calls in flight per client (same order as ``clients``)."""
+
+    def __post_init__(self) -> None:
+        self.in_flight = [0] * len(self.clients)
 
     @property
-    def client(self) -> ProviderClient | None:
-        """The next client, in turn (``None`` when the provider cannot start)."""
-        if not self.clients:
-            return None
-        self._turn = (self._turn + 1) % len(self.clients)
-        return self.clients[self._turn]
+    def usable(self) -> bool:
+        """Whether the provider has a client (``error`` says why not)."""
+        return bool(self.clients)
+
+    def acquire(self) -> tuple[int, ProviderClient]:
+        """The client with the fewest calls in flight (the first such) and its index; ``release(index)`` after."""
+        counts = self.in_flight
+        index = counts.index(min(counts))
+        counts[index] += 1
+        return index, self.clients[index]
+
+    def release(self, index: int) -> None:
+        """The call that ``acquire`` gave client ``index`` for has ended."""
+        self.in_flight[index] -= 1
+
+    @contextmanager
+    def lease(self) -> Iterator[ProviderClient]:
+        """``acquire`` for the block."""
+        index, client = self.acquire()
+        try:
+            yield client
+        finally:
+            self.release(index)
 
 
 def make_pool(
