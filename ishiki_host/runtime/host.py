@@ -5,7 +5,8 @@
 
 Entering loads the config dir (unless one is given), builds the model gateway, activates every ready profile
 (a route with its own task group), starts the channels their claims need (each under a supervisor that
-restarts it with back-off), and polls the config files for hot reload. ``dispatch`` (what channels call)
+restarts it with back-off), and polls the config files for hot reload. While it runs, the garbage collector's
+youngest threshold is raised (``ishiki_host.runtime.collector``). ``dispatch`` (what channels call)
 routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
 more input, turns get the grace to finish, every runtime stops its extensions and closes its log.
 """
@@ -26,6 +27,7 @@ from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.errors import AgentStopped, ChannelError, RuntimeStartFailed
 from ishiki_host.plugins.configdir import load_config_dir
 from ishiki_host.plugins.discovery import discover
+from ishiki_host.runtime.collector import tuned_collector
 from ishiki_host.runtime.delivery import RuntimeDelivery, Unrouted
 from ishiki_host.runtime.host_channels import ChannelDirectory
 from ishiki_host.runtime.host_setup import (
@@ -155,6 +157,7 @@ class Host:
         await self.close()
 
     async def _start(self) -> None:
+        self._stack.enter_context(tuned_collector())
         config = self._given if self._given is not None else await anyio.to_thread.run_sync(self._load)
         self._config = config
         log_config_problems(config)
