@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ishiki_host.runtime.collector import YOUNG_THRESHOLD, tuned_collector
+from ishiki_host.runtime.collector import THRESHOLDS, tuned_collector
 from ishiki_host.testing import profile_yaml
 from ishiki_host.testing.host_fixtures import MakeHost
 
@@ -24,9 +24,9 @@ def default_thresholds() -> Iterator[tuple[int, int, int]]:
         gc.disable()
 
 
-def test_the_youngest_threshold_is_raised_for_the_block(default_thresholds: tuple[int, int, int]) -> None:
+def test_the_thresholds_are_set_for_the_block(default_thresholds: tuple[int, int, int]) -> None:
     with tuned_collector():
-        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+        assert gc.get_threshold() == THRESHOLDS
     assert gc.get_threshold() == default_thresholds
 
 
@@ -34,8 +34,8 @@ def test_nested_blocks_restore_only_when_the_last_ends(default_thresholds: tuple
     outer = tuned_collector()
     outer.__enter__()
     with tuned_collector():
-        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
-    assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+        assert gc.get_threshold() == THRESHOLDS
+    assert gc.get_threshold() == THRESHOLDS
     outer.__exit__(None, None, None)
     assert gc.get_threshold() == default_thresholds
 
@@ -65,5 +65,5 @@ async def test_a_running_host_raises_it_and_restores_it_when_it_stops(
     make_host: MakeHost, default_thresholds: tuple[int, int, int]
 ) -> None:
     async with make_host(profiles={"ana": profile_yaml()}):
-        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+        assert gc.get_threshold() == THRESHOLDS
     assert gc.get_threshold() == default_thresholds
