@@ -181,3 +181,16 @@ def test_help_and_version(run_ishiki: RunIshiki, args: list[str]) -> None:
     done = run_ishiki(*args)
     assert "Traceback" not in done.stderr
     assert done.returncode in (0, 2)
+
+
+def test_check_reports_tool_names_two_extensions_both_declare(
+    run_ishiki: RunIshiki, write_config: WriteConfig, profile_files: ProfileFiles, echo_models: str
+) -> None:
+    text = CONSOLE + "extends:\n  notes: {}\n  jotter: {}\n"
+    root = write_config({"models.yaml": echo_models, **profile_files("p", text)})
+    code, report = check_json(run_ishiki, root)
+    assert code == 1
+    assert report["profiles"][0]["state"] == "invalid"
+    assert report["profiles"][0]["errors"][0]["path"] == "extends.jotter"
+    shown = run_ishiki("check", str(root), plugins=True).stdout
+    assert "extension 'jotter' offers a tool named 'note_add', as extension 'notes' does" in shown

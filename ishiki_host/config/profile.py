@@ -272,9 +272,12 @@ def _codemode(section: Mapping[str, Any]) -> CodemodeConfig:
     return CodemodeConfig(
         timeout_ms=section["timeoutMs"],
         memory_limit_bytes=section["memoryLimitBytes"],
-        max_pending_jobs=section["maxPendingJobs"],
+        max_jobs=section["maxJobs"],
         max_tool_input_bytes=section["maxToolInputBytes"],
         max_tool_output_bytes=section["maxToolOutputBytes"],
         max_result_bytes=section["maxResultBytes"],
+        max_concurrent_tool_calls=section["maxConcurrentToolCalls"],
+        max_tool_calls=section["maxToolCalls"],
+        max_log_bytes=section["maxLogBytes"],
         direct=tuple(section["direct"]),
     )

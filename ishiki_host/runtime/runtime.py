@@ -26,6 +26,7 @@ from ishiki_host.core.agent import Agent
 from ishiki_host.core.bus import EventBus
 from ishiki_host.core.turns import Turn, TurnHandle, TurnSetup
 from ishiki_host.errors import AgentStopped
+from ishiki_host.runtime.disclosure import ToolDisclosure
 from ishiki_host.runtime.extensions import MountedExtensions
 from ishiki_host.runtime.hooks import RuntimeHooks
 from ishiki_host.runtime.inbound import capture_attachments, inbound_message
@@ -100,6 +101,9 @@ class AgentRuntime:
         self.extensions = MountedExtensions(self, self._logger)
         self.waiter = Waiter(host.clock, self._wake_for_waiter)
         self.surface = surface or default_surface()
+        self.disclosure = ToolDisclosure.for_runtime(self)  # codemode / toolsearch, when the profile has them
+        if self.disclosure is not None:
+            self.disclosure.install(self.surface, self._bus)
         self._extra_hooks = tuple(extra_hooks)
         self._extra_tools = tuple(extra_tools)
         self._with_kernel = kernel_tools
@@ -365,6 +369,7 @@ class AgentRuntime:
         sections: list[str | None] = [
             self.profile.persona,
             control_flow(self._key, self.profile, trust, has_wait=self.wait_tool is not None),
+            self.disclosure.instructions() if self.disclosure is not None else None,
             *await self.extensions.instructions(),
         ]
         for engine in (self.toolcall_engine, self.context_engine):
@@ -373,7 +378,8 @@ class AgentRuntime:
         return join_sections(sections)
 
     def hooks(self) -> list[AgentHooks]:
-        """The agent's hooks: the owner's, the context engine's, the toolcall engine's, the runtime's."""
+        """The agent's hooks: the owner's, the context engine's, the toolcall engine's, the runtime's, then
+        disclosure's (codemode / toolsearch), which redoes a step's tools after the runtime's trust filter."""
         hooks: list[AgentHooks] = list(self._extra_hooks)
         if self.context_engine is not None:
             hooks.append(self.context_engine.hooks())
@@ -382,6 +388,8 @@ class AgentRuntime:
             if extra is not None:
                 hooks.append(extra)
         hooks.append(RuntimeHooks(self))
+        if self.disclosure is not None:
+            hooks.append(self.disclosure.hooks())
         return hooks
 
     def __repr__(self) -> str:
