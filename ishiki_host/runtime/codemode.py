@@ -2,8 +2,8 @@
 
 With codemode on, the tools of a turn split three ways (``split_for_codemode``):
 
-- direct only: ``finish``, ``wait``, ``search`` and any other ``control`` tool stay in the model's list and are
-  not callable inside programs;
+- direct only: ``finish``, ``wait`` and any other ``control`` tool (and ``search`` when toolsearch is on) stay
+  in the model's list and are not callable inside programs;
 - both: ``send_message`` (every ``send`` tool) and the tools the profile's ``codemode.direct`` names keep their
   direct call and are callable inside programs;
 - program only: every other tool leaves the model's list; the ``codemode`` tool's description lists it as a
@@ -53,8 +53,8 @@ __all__ = [
     "split_for_codemode",
 ]
 
-DIRECT_ONLY = frozenset({"finish", "wait", "search"})
-"""Tools never callable inside programs (with every tool of kind ``control``)."""
+DIRECT_ONLY = frozenset({"finish", "wait"})
+"""Tools never callable inside programs (with every tool of kind ``control``, and what the caller adds)."""
 
 
 class _Dispatch(Protocol):
@@ -89,12 +89,15 @@ class CodemodeSplit:
     program: tuple[Tool, ...]
 
 
-def split_for_codemode(tools: Sequence[Tool], direct: Collection[str]) -> CodemodeSplit:
-    """Split ``tools`` (see the module docstring); ``direct`` are the profile's ``codemode.direct`` names."""
+def split_for_codemode(
+    tools: Sequence[Tool], direct: Collection[str], direct_only: Collection[str] = DIRECT_ONLY
+) -> CodemodeSplit:
+    """Split ``tools`` (see the module docstring); ``direct`` are the profile's ``codemode.direct`` names,
+    ``direct_only`` the names kept out of programs besides ``control`` tools."""
     top: list[Tool] = []
     program: list[Tool] = []
     for tool in tools:
-        if tool.name in DIRECT_ONLY or tool.kind == "control":
+        if tool.name in direct_only or tool.kind == "control":
             top.append(tool)
             continue
         if tool.kind == "send" or tool.name in direct:

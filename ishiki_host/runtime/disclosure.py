@@ -1,7 +1,7 @@
 """How a turn's tools are shown to the model when the profile turns codemode and/or toolsearch on.
 
-``ToolDisclosure.for_runtime(runtime)`` is ``None`` when neither is on. Otherwise the runtime installs its
-surface stages, its agent hook and its part of the system prompt:
+A runtime whose profile turns either on makes one (``ToolDisclosure(runtime)``) and installs its surface
+stages, its agent hook and its part of the system prompt:
 
 - **Per turn**, the stages (``toolsearch``, then ``codemode``; last in ``runtime.surface``) receive every tool
   the turn may use, after every other stage (plugin switches included), and return what the model sees:
@@ -26,6 +26,7 @@ from ishiki_host.core.tools import Tool, TrustLevel, trust_allows
 from ishiki_host.errors import ToolConflictError
 from ishiki_host.runtime.codemode import (
     CODEMODE_TOOL,
+    DIRECT_ONLY,
     ProgramHost,
     limits_of,
     make_codemode_tool,
@@ -78,6 +79,7 @@ class ToolDisclosure:
         self._finder: Finder | None = None
         self._search: Tool | None = None
         self._resident: frozenset[str] = frozenset()
+        self._direct_only = DIRECT_ONLY | ({SEARCH_TOOL} if self._toolsearch is not None else set())
         if self._toolsearch is not None:
             self._resident = RESIDENT | frozenset(self._toolsearch.resident)
             self._finder = Finder(self.catalog, self._toolsearch.max_results, in_programs=self._codemode is not None)
@@ -85,14 +87,6 @@ class ToolDisclosure:
         self._turn_tools: list[Tool] = []
         self._shown: tuple[int, TrustLevel] | None = None
         self._program_cache: tuple[tuple[Tool, ...], Tool] | None = None
-
-    @classmethod
-    def for_runtime(cls, runtime: DisclosureHost) -> ToolDisclosure | None:
-        """The runtime's disclosure, or ``None`` when its profile turns neither codemode nor toolsearch on."""
-        profile = runtime.profile
-        if profile.codemode is None and profile.toolsearch is None:
-            return None
-        return cls(runtime)
 
     def install(self, surface: ToolSurface, bus: EventBus) -> None:
         """Add the stages to ``surface`` and write discoveries when steps and turns end on ``bus``."""
@@ -151,7 +145,7 @@ class ToolDisclosure:
 
     def _fold(self, tools: Sequence[Tool], trust: TrustLevel) -> list[Tool]:
         assert self._codemode is not None
-        split = split_for_codemode(tools, frozenset(self._codemode.direct))
+        split = split_for_codemode(tools, self._codemode.direct, self._direct_only)
         program = tuple(tool for tool in split.program if trust_allows(trust, tool.trust))
         if not program:
             return list(split.direct)

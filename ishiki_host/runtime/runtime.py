@@ -26,7 +26,6 @@ from ishiki_host.core.agent import Agent
 from ishiki_host.core.bus import EventBus
 from ishiki_host.core.turns import Turn, TurnHandle, TurnSetup
 from ishiki_host.errors import AgentStopped
-from ishiki_host.runtime.disclosure import ToolDisclosure
 from ishiki_host.runtime.extensions import MountedExtensions
 from ishiki_host.runtime.hooks import RuntimeHooks
 from ishiki_host.runtime.inbound import capture_attachments, inbound_message
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.hooks import AgentHooks
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import Tool, TrustLevel
+    from ishiki_host.runtime.disclosure import ToolDisclosure
     from ishiki_host.runtime.events import IshikiEvent
     from ishiki_host.runtime.images import ImageResolver
     from ishiki_host.runtime.outbound import RuntimeOutbox
@@ -101,8 +101,12 @@ class AgentRuntime:
         self.extensions = MountedExtensions(self, self._logger)
         self.waiter = Waiter(host.clock, self._wake_for_waiter)
         self.surface = surface or default_surface()
-        self.disclosure = ToolDisclosure.for_runtime(self)  # codemode / toolsearch, when the profile has them
-        if self.disclosure is not None:
+        self.disclosure: ToolDisclosure | None = None  # codemode / toolsearch, when the profile turns them on
+        if parts.profile.codemode is not None or parts.profile.toolsearch is not None:
+            # Imported here: QuickJS and the search index cost ~40 ms of start-up a profile without them never needs.
+            from ishiki_host.runtime.disclosure import ToolDisclosure
+
+            self.disclosure = ToolDisclosure(self)
             self.disclosure.install(self.surface, self._bus)
         self._extra_hooks = tuple(extra_hooks)
         self._extra_tools = tuple(extra_tools)
