@@ -7,7 +7,7 @@ Reports, measured in the same run:
 - the start-up of a fresh QuickJS context with the prelude loaded, on the current thread, against the one-call
   program (the share of a program's cost that is start-up);
 - end to end, a whole turn of a real runtime (``RuntimeHarness`` with the kernel tools, an instant in-process
-  model, the fact log on disk) whose model calls the tool through a ``codemode`` program, then ``finish``,
+  model, the fact log on disk without fsync) whose model calls the tool through a ``codemode`` program, then ``finish``,
   against the same turn calling the tool directly: what codemode adds to a turn.
 
 Run: ``.venv/bin/python bench/codemode.py [--quick] [--runs N] [--json PATH]``.
@@ -61,9 +61,9 @@ async def turn_times(home: Path, call: ToolCall, codemode: bool, rounds: int, nu
     profile = Profile(id="bench", directory=home, file=home / "profile.yml", persona="Bench.", model="m")
     profile = replace(profile, codemode=CodemodeConfig() if codemode else None)
     tools = [Tool("echo", "Echo the input.", echo_tool, {"type": "object"})]
-    async with RuntimeHarness(
-        home, model=turn_model(call), profile=profile, extra_tools=tools, kernel_tools=True
-    ) as rt:
+    harness = RuntimeHarness(home, model=turn_model(call), profile=profile, extra_tools=tools, kernel_tools=True)
+    harness.host.fsync = "never"  # the disk's sync latency would drown what codemode adds
+    async with harness as rt:
         outcome = await rt.say("go")
         if (outcome.reason, outcome.steps) != ("finish", 2):
             raise SystemExit(f"the benchmark turn did not run as planned: {outcome}")

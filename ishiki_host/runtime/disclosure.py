@@ -18,7 +18,7 @@ stages, its agent hook and its part of the system prompt:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ishiki_host.core.hooks import AgentHooks
@@ -183,9 +183,12 @@ class ToolDisclosure:
         self._shown = (self.catalog.version, trust)
         return [tool for tool in tools if trust_allows(trust, tool.trust)]
 
-    async def _flush(self, event: BusEvent) -> None:
+    def _flush(self, event: BusEvent) -> Awaitable[None] | None:
+        """Write pending discoveries; a plain call when there are none (most steps), so it costs the bus little."""
+        if not self.catalog.pending:
+            return None
         turn = event["step"].turn.number if event.name == "turn.step" else event["outcome"].turn
-        await self.catalog.flush(self._host.log, turn)
+        return self.catalog.flush(self._host.log, turn)
 
 
 class _DisclosureHooks(AgentHooks):

@@ -117,6 +117,11 @@ class ToolCatalog:
         self.version += 1
         self._pending.append({"added": fresh, "query": query, **self._state()})
 
+    @property
+    def pending(self) -> bool:
+        """Whether discoveries wait to be written."""
+        return bool(self._pending)
+
     async def flush(self, log: FactLog, turn: int | None) -> None:
         """Write the discoveries not written yet (after the step's batch: a step's entries stay together)."""
         pending, self._pending = self._pending, []
