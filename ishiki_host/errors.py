@@ -26,6 +26,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         │   ├── ToolConflictError       two tools of one turn share a name
         │   └── ToolNotAllowed          the turn's trust level is below the tool's
         ├── ChannelError                a channel failed to start, send or receive (``fatal``: no restart)
+        │   ├── ChannelNotReady         a connection did not report readiness in time (restarted)
         │   └── EventInvalid            a shaped inbound event breaks its contract (also a ValueError)
         ├── FactLogError                the fact log cannot be opened or written
         │   └── FactLogLocked           another process holds the log
@@ -49,6 +50,7 @@ __all__ = [
     "AgentBusy",
     "AgentStopped",
     "ChannelError",
+    "ChannelNotReady",
     "CommandError",
     "ConfigDirError",
     "ConfigError",
@@ -244,6 +246,12 @@ class ChannelError(RunError):
     """
 
     fatal: bool = True
+
+
+class ChannelNotReady(ChannelError):
+    """A channel connection did not report readiness in time; the host restarts it with back-off."""
+
+    fatal = False
 
 
 class EventInvalid(ChannelError, ValueError):

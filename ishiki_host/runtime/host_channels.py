@@ -9,7 +9,8 @@ register it, and when it crashes, restart it after a back-off (doubling from 1 s
 host's seeded random source) while every other channel keeps running. A ``ChannelError`` whose ``fatal`` is
 true (a refused token) is reported once, without a traceback, and the channel stays stopped; one whose
 ``fatal`` is false (the platform cannot be reached) is logged in one line and restarted like a crash. A
-``run`` that returns has finished (the console at the end of its input).
+``run`` that returns has finished (the console at the end of its input), and one not ready within
+``start_timeout`` (60 s, real time) is restarted like a passing trouble (``ChannelNotReady``).
 
 ``HostChannelContext`` is the ``ChannelHost`` each connection gets; its ``rng`` is seeded from the host's seed
 and the account (``platform#index``), so a seeded host replays every channel's jitter whatever order they
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ishiki_host.errors import ChannelError
+from ishiki_host.errors import ChannelError, ChannelNotReady
 from ishiki_host.runtime.paths import escape_segment
 
 if TYPE_CHECKING:
@@ -132,8 +133,10 @@ class ChannelSupervisor:
         rng: random.Random,
         *,
         on_finished: Callable[[ChannelSupervisor], None] = lambda s: None,
+        start_timeout: float = START_TIMEOUT,
     ):
         self.spec = spec
+        self.start_timeout = start_timeout
         self.context = context
         self.directory = directory
         self.clock = clock
@@ -178,7 +181,7 @@ class ChannelSupervisor:
                 delay = backoff_delay(attempt, self.rng)
                 attempt += 1
                 self.restarts += 1
-                logger.warning("channel %s crashed (%s); restarting in %.1f s", self.spec.label, self.last_error, delay)
+                logger.warning("channel %s is down (%s); restarting in %.1f s", self.spec.label, self.last_error, delay)
                 self.state = "waiting"
                 await self.clock.sleep(delay)
         report()
@@ -191,8 +194,10 @@ class ChannelSupervisor:
         try:
             connection = self.connection = self.spec.provider.create(self.context, self.spec.account)
             async with anyio.create_task_group() as tg:
-                with anyio.fail_after(START_TIMEOUT):
+                with anyio.move_on_after(self.start_timeout) as starting:
                     await tg.start(connection.run)
+                if starting.cancelled_caught:
+                    raise ChannelNotReady(f"{connection.platform} was not ready within {self.start_timeout:g} s")
                 started = self.clock.monotonic()
                 self.state = "running"
                 self.directory.register(f"{connection.platform}:{connection.self_id}", connection)

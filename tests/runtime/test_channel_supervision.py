@@ -5,7 +5,9 @@ directory."""
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -13,7 +15,8 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import ChannelError
-from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
+from ishiki_host.runtime.host_channels import ChannelDirectory, ChannelSpec, ChannelSupervisor
+from ishiki_host.testing import FakeChannelHost, FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.channels import FakeChannel, FakeConnection
 from ishiki_host.testing.host import host_yaml
 from ishiki_host.testing.host_fixtures import MakeHost
@@ -150,3 +153,24 @@ async def test_each_account_has_its_own_seeded_random_source_and_state_directory
     directories = {first[s][1] for s in first}
     assert len(directories) == 2
     assert all(d.is_dir() and d.parent.name == "fake" for d in directories)
+
+
+async def test_a_connection_never_ready_is_restarted_with_a_clear_reason(tmp_path: Path, fake_clock: FakeClock) -> None:
+    class Mute(FakeChannel):
+        def create(self, ctx: Any, account: Mapping[str, Any]) -> Any:
+            class Connection(FakeConnection):
+                async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+                    await anyio.sleep_forever()  # never reports readiness
+
+            return Connection(ctx, platform="mute", self_id="m")
+
+    spec = ChannelSpec("mute", 0, {}, Mute())
+    context = FakeChannelHost(tmp_path, clock=fake_clock)
+    supervisor = ChannelSupervisor(spec, context, ChannelDirectory(), fake_clock, random.Random(1), start_timeout=0.05)
+    async with anyio.create_task_group() as tg:
+        await tg.start(supervisor.run)  # ready once the first attempt has failed
+        with anyio.fail_after(5):
+            await fake_clock.wait_for_sleepers(1)  # its back-off
+        assert supervisor.state == "waiting"
+        assert supervisor.last_error == "ChannelNotReady: mute was not ready within 0.05 s"
+        supervisor.stop()
