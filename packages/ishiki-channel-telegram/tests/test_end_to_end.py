@@ -15,8 +15,6 @@ from typing import Any
 import anyio
 import pytest
 from ishiki_host.channels.split import utf16_len
-from ishiki_host.core.factlog import FactLog
-from ishiki_host.runtime.inbound import is_inbound
 from ishiki_host.testing import RecordedRequest, Reply, Response, ScriptedCall
 
 from ishiki_channel_telegram.testing import entity, group_chat, private_chat, user
@@ -43,18 +41,20 @@ def answer_by(server: Any, answer: Callable[[str], Reply | Response]) -> None:
     server.default = lambda request: answer(user_texts(request)[-1])
 
 
+def facts(root: Path, channel: str) -> list[dict[str, Any]]:
+    """The fact log of the helper's runtime in ``channel``, read from its file."""
+    home = root / "data" / "runtimes" / "helper" / SID.replace(":", "%3A") / channel.replace(":", "%3A")
+    return [json.loads(line) for line in (home / "facts.jsonl").read_text("utf-8").splitlines()]
+
+
 def inbound_entries(root: Path, channel: str) -> list[dict[str, Any]]:
-    """The inbound messages of the helper's runtime in ``channel`` (read from its fact log file)."""
-    path = root / "data" / "runtimes" / "helper" / SID.replace(":", "%3A") / channel.replace(":", "%3A")
-    lines = (path / "facts.jsonl").read_text("utf-8").splitlines()
-    entries = [json.loads(line) for line in lines]
-    return [e for e in entries if e["type"] == "message" and e["data"].get("source")]
+    """The inbound messages of the helper's runtime in ``channel``."""
+    return [e for e in facts(root, channel) if e["type"] == "message" and e["data"].get("source")]
 
 
 def turns_in(root: Path, channel: str) -> int:
-    path = root / "data" / "runtimes" / "helper" / SID.replace(":", "%3A") / channel.replace(":", "%3A")
-    lines = (path / "facts.jsonl").read_text("utf-8").splitlines()
-    return sum(1 for line in lines if json.loads(line)["data"].get("name") == "turn.start")
+    """How many turns the helper's runtime in ``channel`` started."""
+    return sum(1 for e in facts(root, channel) if e["data"].get("name") == "turn.start")
 
 
 async def settled(th: Any) -> None:
@@ -259,7 +259,6 @@ async def test_a_crash_between_durable_and_confirmed_loses_nothing_and_answers_o
 ):
     root = bot_config()
     offset_file = root / "data" / "channels" / "telegram" / "0" / "telegram-offset.json"
-    home = root / "data" / "runtimes" / "helper" / "telegram%3A7000000001" / "private%3A42"
     asked = threading.Event()
     hangs = [True]
 
@@ -291,7 +290,7 @@ async def test_a_crash_between_durable_and_confirmed_loses_nothing_and_answers_o
     try:
         await telegram_server.until(lambda: len(telegram_server.sent) == 2, deadline=60)
     except TimeoutError:
-        pytest.fail(f"no answer after the restart:\n{second.stderr()}\n{home.joinpath('facts.jsonl').read_text()}")
+        pytest.fail(f"no answer after the restart:\n{second.stderr()}\n{facts(root, 'private:42')}")
     await telegram_server.until(lambda: telegram_server.confirmed > weather["update_id"], deadline=30)
     assert await second.stop() == 0
     assert [m.text for m in telegram_server.sent] == ["Good morning!", "Sunny, 24 degrees."]
@@ -299,5 +298,3 @@ async def test_a_crash_between_durable_and_confirmed_loses_nothing_and_answers_o
     assert contents == ["good morning", "what is the weather?"]  # the redelivered update was not taken again
     assert "was taken before; ignored" in second.stderr()
     assert json.loads(offset_file.read_text())["offset"] == weather["update_id"] + 1
-    async with await FactLog.open(home / "facts.jsonl") as log:
-        assert sum(1 for e in log.iter_forward() if is_inbound(e)) == 2
