@@ -25,7 +25,8 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         ├── ToolError                   a tool failed; becomes an error result, the turn continues
         │   ├── ToolConflictError       two tools of one turn share a name
         │   └── ToolNotAllowed          the turn's trust level is below the tool's
-        ├── ChannelError                a channel failed to start, send or receive
+        ├── ChannelError                a channel failed to start, send or receive (``fatal``: no restart)
+        │   ├── ChannelNotReady         a connection did not report readiness in time (restarted)
         │   └── EventInvalid            a shaped inbound event breaks its contract (also a ValueError)
         ├── FactLogError                the fact log cannot be opened or written
         │   └── FactLogLocked           another process holds the log
@@ -49,6 +50,7 @@ __all__ = [
     "AgentBusy",
     "AgentStopped",
     "ChannelError",
+    "ChannelNotReady",
     "CommandError",
     "ConfigDirError",
     "ConfigError",
@@ -235,7 +237,21 @@ class ToolNotAllowed(ToolError):
 
 
 class ChannelError(RunError):
-    """A channel failed to start, receive or send."""
+    """A channel failed to start, receive or send.
+
+    ``fatal`` tells the host's channel supervisor what to do when a connection's ``run`` raises it: ``True``
+    (the default) means restarting cannot help (a refused token): the channel is reported once and stopped,
+    the rest of the host keeps serving. A subclass for a passing trouble (the platform cannot be reached) sets
+    ``fatal = False``, and the supervisor restarts the connection with back-off.
+    """
+
+    fatal: bool = True
+
+
+class ChannelNotReady(ChannelError):
+    """A channel connection did not report readiness in time; the host restarts it with back-off."""
+
+    fatal = False
 
 
 class EventInvalid(ChannelError, ValueError):

@@ -32,6 +32,7 @@ from ishiki_host.runtime.inbound import capture_attachments, inbound_message
 from ishiki_host.runtime.lifecycle import Lifecycle
 from ishiki_host.runtime.paths import RuntimeKey, runtime_dir
 from ishiki_host.runtime.prompt import control_flow, join_sections
+from ishiki_host.runtime.repeats import RecentInbound
 from ishiki_host.runtime.surface import SurfaceContext, default_surface
 from ishiki_host.runtime.tracker import TurnTracker
 from ishiki_host.runtime.usage import in_runtime
@@ -112,6 +113,7 @@ class AgentRuntime:
         self._extra_tools = tuple(extra_tools)
         self._with_kernel = kernel_tools
         self._filters: list[InboundFilter] = []
+        self._recent = RecentInbound()
         self.lifecycle = Lifecycle(self, host.clock)
         self.turns = TurnTracker(self)
         self.context_engine: Any = None
@@ -341,21 +343,26 @@ class AgentRuntime:
         """Ingest ``event``: capture attachments, append it (joining a running turn); return the durable entry.
 
         Nothing is decided here: the wakeup engine decides after the append. ``None`` when an inbound filter
-        consumed the event. ``AgentStopped`` when the runtime is not running.
+        consumed the event, or when it repeats one the runtime took before (``runtime.repeats``: a platform
+        sent it again after a crash). ``AgentStopped`` when the runtime is not running.
         """
         if self.lifecycle.state != "ready":
             raise AgentStopped(f"runtime {self._key} is {self.lifecycle.state}; it takes no input")
         with self.lifecycle.delivering(), in_runtime(self):
-            for inbound_filter in self._filters:
-                if await inbound_filter(self, event):
+            async with self._recent.admit(self.log, event) as new:
+                if not new:
+                    self._logger.info("%s %s in %s was taken before; ignored", event.kind, event.message_id, event.sid)
                     return None
-            assets = self.lifecycle.need(self.lifecycle.resources, "resources").assets
-            kept, problems = await capture_attachments(assets, attachments)
-            data = inbound_message(event, self.turns.sender_level(event), kept)
-            if problems:
-                data["attachment_errors"] = problems
-            delivery = await self.agent.send(data, trigger=False, if_busy="join")
-            return await delivery.wait()
+                for inbound_filter in self._filters:
+                    if await inbound_filter(self, event):
+                        return None
+                assets = self.lifecycle.need(self.lifecycle.resources, "resources").assets
+                kept, problems = await capture_attachments(assets, attachments)
+                data = inbound_message(event, self.turns.sender_level(event), kept)
+                if problems:
+                    data["attachment_errors"] = problems
+                delivery = await self.agent.send(data, trigger=False, if_busy="join")
+                return await delivery.wait()
 
     async def _wake_for_waiter(self, prompt: str | None, info: Mapping[str, object]) -> None:
         await self.agent.continue_(prompt, reason="wait", info=dict(info))
