@@ -27,6 +27,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         │   └── ToolNotAllowed          the turn's trust level is below the tool's
         ├── ChannelError                a channel failed to start, send or receive (``fatal``: no restart)
         │   ├── ChannelNotReady         a connection did not report readiness in time (restarted)
+        │   ├── ChannelUnavailable      the platform cannot be reached right now (restarted with back-off)
         │   └── EventInvalid            a shaped inbound event breaks its contract (also a ValueError)
         ├── FactLogError                the fact log cannot be opened or written
         │   └── FactLogLocked           another process holds the log
@@ -51,6 +52,7 @@ __all__ = [
     "AgentStopped",
     "ChannelError",
     "ChannelNotReady",
+    "ChannelUnavailable",
     "CommandError",
     "ConfigDirError",
     "ConfigError",
@@ -246,6 +248,12 @@ class ChannelError(RunError):
     """
 
     fatal: bool = True
+
+
+class ChannelUnavailable(ChannelError):
+    """The platform cannot be reached or answered a server error: passing, so the host restarts with back-off."""
+
+    fatal = False
 
 
 class ChannelNotReady(ChannelError):
