@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 CONSOLE = "console:local: ['*']"
 HOME = Path("data/runtimes/ana/console%3Alocal/private%3Alocal")
-STANDARD = "model: default\nchannels:\n  console:local: ['*']\n"
+STANDARD = "model: default\nchannels:\n  console:local: ['*']\nsession: {summarizer: off}\n"  # no background calls
 ENGINES = {
     "test": profile_yaml(CONSOLE),
     "standard": STANDARD,  # the built-in engines
