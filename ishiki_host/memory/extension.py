@@ -201,7 +201,8 @@ class MemoryInstance:
 
 
 class MemoryExtension(Extension):
-    """Long-term memory, the summarizer and compaction (see the module docstring)."""
+    """Long-term memory, on by default: relevant memories in each turn's prompt, a memory of each exchange,
+    compaction and compact-and-retry, as the profile's ``session`` section says."""
 
     default_enabled: ClassVar[bool] = True
     config_schema: ClassVar[Mapping[str, Any]] = MEMORY_SCHEMA

@@ -92,7 +92,8 @@ class SkillsInstance:
 
 
 class SkillsExtension(Extension):
-    """Learned skills from ``skills/<name>/SKILL.md`` (see the module docstring)."""
+    """Learned skills from ``skills/<name>/SKILL.md``, on by default: listed for trusted turns, read through
+    ``skill://<name>``."""
 
     default_enabled: ClassVar[bool] = True
     config_schema: ClassVar[Mapping[str, Any]] = SKILLS_SCHEMA
