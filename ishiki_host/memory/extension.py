@@ -3,8 +3,9 @@
 A profile turns it off with ``extends: {memory: {enable: false}}``. Per runtime, the instance:
 
 - ``ishiki_attach``: hands the host's memory store (``services["memory"]``) to the runtime's
-  ``SessionManager`` and aligns the ``sessions`` table with the fact log (``sessions.start()``); with a
-  ``model`` in the config, summaries are written by that model instead of the profile's;
+  ``SessionManager`` and aligns the ``sessions`` table with the fact log (``sessions.start()``, in the
+  runtime's background: what needs the session's id waits for it); with a ``model`` in the config, summaries
+  are written by that model instead of the profile's;
 - ``ishiki_instructions``: the long-term memory section of each turn (``retrieval.memory_section``): the
   memories most relevant to the turn's new messages, readable at the turn's trust level;
 - ``ishiki_turn_finished``: what the profile's ``session.summarizer`` mode asks (``SessionPolicy``):
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import anyio
 
 from ishiki_host.errors import ConfigError
 from ishiki_host.memory.overflow import OverflowRecovery, SessionPolicy, compact_if_needed
@@ -100,6 +103,7 @@ class MemoryInstance:
         self.problem: str | None = None
         self._summarizer: Summarizer | None = None
         self._recovery: OverflowRecovery | None = None
+        self._aligned = anyio.Event()
 
     def _model(self) -> LanguageModel:
         if self._model_ref is None:
@@ -124,9 +128,22 @@ class MemoryInstance:
         if self.store is None:
             self.problem = runtime.services.get("memory_error") or "the host has no memory database open"
             runtime.logger.warning("memory: %s; profile %s runs without long-term memory", self.problem, runtime.key)
+            self._aligned.set()
             return
         sessions.store = self.store
-        await sessions.start()
+        runtime.spawn(self._align, name="memory: align the sessions table")  # a new runtime need not wait for it
+
+    async def _align(self) -> None:
+        try:
+            await self._rt.sessions.start()
+        finally:
+            self._aligned.set()
+
+    async def _session_id(self) -> int | None:
+        """The current session's id, once the sessions table is aligned with the log."""
+        with anyio.fail_after(self._rt.sessions.idle_timeout):
+            await self._aligned.wait()
+        return self._rt.sessions.session_id
 
     def limit(self) -> int:
         """How many memories a turn's prompt gets at most."""
@@ -140,7 +157,12 @@ class MemoryInstance:
         """The long-term memory section for the running turn's new messages, at its trust level."""
         state = runtime.turn_state
         limit = self.limit()
-        if self.store is None or not state.inbound or limit <= 0:
+        if (
+            self.store is None
+            or not state.inbound
+            or limit <= 0
+            or not await self.store.memories.has_any(runtime.profile.id)
+        ):
             return None
         carried = await runtime.sessions.carried_memory_id()
         return await memory_section(
@@ -149,7 +171,7 @@ class MemoryInstance:
             profile=runtime.profile.id,
             trust=state.trust,
             limit=limit,
-            session_id=runtime.sessions.session_id,
+            session_id=await self._session_id(),
             exclude_ids=[carried] if carried is not None else [],
         )
 
@@ -186,7 +208,7 @@ class MemoryInstance:
                 trust=report.trust,
                 profile=runtime.profile.id,
                 runtime_key=str(runtime.key),
-                session_id=runtime.sessions.session_id,
+                session_id=await self._session_id(),
             )
 
     @hookimpl

@@ -206,24 +206,27 @@ class SessionManager:
     # -- the sessions table ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Align the ``sessions`` table with the log: open the current session, or re-open it after a crash."""
+        """Align the ``sessions`` table with the log: open the current session, or re-open it after a crash.
+
+        Ordered with ``clear`` and ``compact`` (one lock), so it may run in the background of a new runtime.
+        """
         if self.store is None:
             return
+        async with self._lock:
+            await self._align()
+
+    async def _align(self) -> None:
+        assert self.store is not None
         window = await self.window()
         head = window[0] if window and window[0].type == "session" else None
         start_id = head.id if head is not None else 1
         reason = str(head.data.get("reason", "start")) if head is not None else "start"
         summary = carried_summary(head) if head is not None else None
-        sessions = self.store.sessions
-        current = await sessions.current(self.runtime_key)
-        if current is not None and current.start_fact_id == start_id:
-            self.session_id = current.id
-            return
-        if current is not None:
-            end = max(start_id - 1, current.start_fact_id - 1)
-            await sessions.close(self.runtime_key, end_fact_id=end, reason=reason)
+        opened, closed = await self.store.sessions.align(
+            self.runtime_key, start_fact_id=start_id, reason=reason, summary=summary
+        )
+        if closed is not None:
             logger.warning("sessions of %s re-aligned with the fact log at entry %s", self.runtime_key, start_id)
-        opened = await sessions.open(self.runtime_key, start_fact_id=start_id, reason=reason, summary=summary)
         self.session_id = opened.id
 
     async def _rotate(self, boundary: Entry, reason: str, summary: str | None) -> None:

@@ -19,6 +19,7 @@ persona's outbox: they are the host speaking, and the fact log does not record t
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ __all__ = ["CommandGate"]
 logger = logging.getLogger(__name__)
 
 _EXTENSION_PREFIX = EXTENSION_GROUP + "."
+_builtins = functools.cache(builtin_commands)  # commands are immutable: every runtime's table shares them
 
 
 class CommandGate:
@@ -54,7 +56,9 @@ class CommandGate:
 
     async def build(self) -> None:
         """Register the built-ins, then each extension's commands (once the extensions are attached)."""
-        self.table.register_all(builtin_commands(), source="host")
+        self.table.register_all(_builtins(), source="host")
+        if not self._rt.extensions.implements("ishiki_commands"):
+            return
         for name, commands in await self._rt.extensions.commands():
             self.table.register_all(commands, source=service_name(EXTENSION_GROUP, name))
 

@@ -122,9 +122,10 @@ def memory_host(make_host: Callable[..., TestHost], fake_openai: FakeOpenAIServe
         host_extra: str = "",
         threshold: float | None = None,
         reload_interval: float = 0,
+        models: str | None = None,
         **options: Any,
     ) -> TestHost:
-        models = models_yaml(fake_openai)
+        models = models or models_yaml(fake_openai)
         if context_window is not None:
             models = models.replace(
                 "- id: fake-model\n", f"- id: fake-model\n        contextWindow: {context_window}\n"

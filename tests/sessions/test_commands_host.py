@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+import anyio
 import pytest
 
 from ishiki_host import hookimpl
@@ -14,7 +16,7 @@ from ishiki_host.core.tools import Tool, ToolContext
 from ishiki_host.plugins.base import Extension
 from ishiki_host.runtime.delivery import RuntimeDelivery
 from ishiki_host.runtime.runtime import AgentRuntime
-from ishiki_host.testing import Reply
+from ishiki_host.testing import Reply, ScriptedCall
 
 pytestmark = pytest.mark.anyio
 
@@ -190,3 +192,32 @@ async def test_extensions_disable_switches_off_tools_instructions_commands_and_s
         assert channel.texts()[-1].splitlines()[-1] == "extensions switched off: notes"
         await channel.say("/extensions")
         assert channel.texts()[-1] == "Extensions:\n- memory: on\n- skills: on\n- notes: off"
+
+
+async def test_compact_during_a_running_turn_waits_for_it(
+    memory_host: MemoryHost, router: Router, settle: Settle
+) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def slow_answer(request: Any) -> Reply:
+        started.set()
+        release.wait(10)
+        return Reply(tool_calls=(ScriptedCall("send_message", {"messages": ["re: hello"]}),))
+
+    router.turns.append(slow_answer)
+    async with memory_host(summarizer="off") as th:
+        channel = th.channel()
+        runtime = runtime_of(await channel.say("hello"))
+        assert await anyio.to_thread.run_sync(started.wait, 10)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(channel.say, "/compact")
+            with anyio.fail_after(10):
+                await channel.wait_sent(1)
+            release.set()
+        await settle(runtime)
+        assert channel.texts() == [
+            "I will compact the session once the current work is done.",
+            "re: hello",
+            "Summarized the session and started a fresh one seeded with the summary.",
+        ]
+        assert "re: hello" in json.dumps(router.requests("summary")[0])

@@ -12,6 +12,7 @@ from ishiki_host.memory.overflow import AUTO_COMPACT_NOTICE, OVERFLOW_FAILED_NOT
 from ishiki_host.memory.retrieval import MEMORY_HEADER
 from ishiki_host.runtime.delivery import RuntimeDelivery
 from ishiki_host.testing import Reply
+from ishiki_host.testing.host import models_yaml
 
 if TYPE_CHECKING:
     from ishiki_host.memory.store import MemoryStore
@@ -230,3 +231,28 @@ async def test_the_retry_of_an_untrusted_turn_stays_untrusted(
             ("fact", "untrusted"),
             ("summary", "owner"),
         ]
+
+
+async def test_a_model_of_its_own_for_the_summarizer(
+    memory_host: MemoryHost, router: Router, settle: Settle, fake_openai: FakeOpenAIServer
+) -> None:
+    models = models_yaml(fake_openai, models=("fake-model", "fake-small"))
+    extra = "extends:\n  memory: {config: {model: 'fake:fake-small'}}\n"
+    async with memory_host(extra=extra, models=models) as th:
+        await settle(runtime_of(await th.channel().say("hello")))
+        await th.channel().say("/compact")
+    assert [body["model"] for body in router.requests("turn")] == ["fake-model"]
+    assert [body["model"] for body in router.requests("condense")] == ["fake-small"]
+    assert [body["model"] for body in router.requests("summary")] == ["fake-small"]
+
+
+async def test_an_unknown_summarizer_model_is_reported_and_the_profiles_model_summarizes(
+    memory_host: MemoryHost, router: Router, settle: Settle, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with memory_host(extra="extends:\n  memory: {config: {model: 'nope:nothing'}}\n") as th:
+        await settle(runtime_of(await th.channel().say("hello")))
+        await th.channel().say("/status")
+        status = th.channel().texts()[-1]
+    assert "summarizer model 'nope:nothing' is unknown" in status
+    assert router.count("condense") == 1
+    assert any("summarizer model 'nope:nothing' is unknown" in r.getMessage() for r in caplog.records)
