@@ -3,9 +3,9 @@
 A profile turns it off with ``extends: {memory: {enable: false}}``. Per runtime, the instance:
 
 - ``ishiki_attach``: hands the host's memory store (``services["memory"]``) to the runtime's
-  ``SessionManager`` and aligns the ``sessions`` table with the fact log (``sessions.start()``, in the
-  runtime's background: what needs the session's id waits for it); with a ``model`` in the config, summaries
-  are written by that model instead of the profile's;
+  ``SessionManager`` (which makes the row of its session on first need, so a new runtime writes nothing to
+  the database before its first turn); with a ``model`` in the config, summaries are written by that model
+  instead of the profile's;
 - ``ishiki_instructions``: the long-term memory section of each turn (``retrieval.memory_section``): the
   memories most relevant to the turn's new messages, readable at the turn's trust level;
 - ``ishiki_turn_finished``: what the profile's ``session.summarizer`` mode asks (``SessionPolicy``):
@@ -25,9 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import anyio
-
-from ishiki_host.errors import ConfigError
+from ishiki_host.errors import ConfigError, StoreError
 from ishiki_host.memory.overflow import OverflowRecovery, SessionPolicy, compact_if_needed
 from ishiki_host.memory.repos.memory_types import MAX_SEARCH
 from ishiki_host.memory.retrieval import RetrievalSettings, memory_section
@@ -103,7 +101,6 @@ class MemoryInstance:
         self.problem: str | None = None
         self._summarizer: Summarizer | None = None
         self._recovery: OverflowRecovery | None = None
-        self._aligned = anyio.Event()
 
     def _model(self) -> LanguageModel:
         if self._model_ref is None:
@@ -128,22 +125,8 @@ class MemoryInstance:
         if self.store is None:
             self.problem = runtime.services.get("memory_error") or "the host has no memory database open"
             runtime.logger.warning("memory: %s; profile %s runs without long-term memory", self.problem, runtime.key)
-            self._aligned.set()
             return
-        sessions.store = self.store
-        runtime.spawn(self._align, name="memory: align the sessions table")  # a new runtime need not wait for it
-
-    async def _align(self) -> None:
-        try:
-            await self._rt.sessions.start()
-        finally:
-            self._aligned.set()
-
-    async def _session_id(self) -> int | None:
-        """The current session's id, once the sessions table is aligned with the log."""
-        with anyio.fail_after(self._rt.sessions.idle_timeout):
-            await self._aligned.wait()
-        return self._rt.sessions.session_id
+        sessions.store = self.store  # its session's row is made on first need (sessions.ensure_started)
 
     def limit(self) -> int:
         """How many memories a turn's prompt gets at most."""
@@ -154,26 +137,29 @@ class MemoryInstance:
 
     @hookimpl
     async def ishiki_instructions(self, runtime: AgentRuntime) -> str | None:
-        """The long-term memory section for the running turn's new messages, at its trust level."""
-        state = runtime.turn_state
-        limit = self.limit()
-        if (
-            self.store is None
-            or not state.inbound
-            or limit <= 0
-            or not await self.store.memories.has_any(runtime.profile.id)
-        ):
+        """The long-term memory section for the running turn's new messages, at its trust level.
+
+        A database failure leaves the section out of this turn (logged): the persona still answers.
+        """
+        state, store, limit = runtime.turn_state, self.store, self.limit()
+        if store is None or not state.inbound or limit <= 0:
             return None
-        carried = await runtime.sessions.carried_memory_id()
-        return await memory_section(
-            self.store,
-            state.inbound,
-            profile=runtime.profile.id,
-            trust=state.trust,
-            limit=limit,
-            session_id=await self._session_id(),
-            exclude_ids=[carried] if carried is not None else [],
-        )
+        try:
+            if not await store.memories.has_any(runtime.profile.id):
+                return None
+            carried = await runtime.sessions.carried_memory_id()
+            return await memory_section(
+                store,
+                state.inbound,
+                profile=runtime.profile.id,
+                trust=state.trust,
+                limit=limit,
+                session_id=await runtime.sessions.ensure_started(),
+                exclude_ids=[carried] if carried is not None else [],
+            )
+        except StoreError as exc:
+            runtime.logger.warning("memory: no long-term memory in turn %s: %s", state.number, exc)
+            return None
 
     @hookimpl
     async def ishiki_turn_finished(self, runtime: AgentRuntime, outcome: TurnReport) -> None:
@@ -199,6 +185,11 @@ class MemoryInstance:
     async def _remember(self, runtime: AgentRuntime, report: TurnReport) -> None:
         if self.store is None or self._summarizer is None or report.status != "done" or not report.sent_ids:
             return  # a failed turn, or one that said nothing, leaves no memory
+        try:
+            session_id = await runtime.sessions.ensure_started()
+        except StoreError as exc:
+            runtime.logger.warning("memory: the session of turn %s is unknown: %s", report.turn, exc)
+            session_id = None
         with usage_purpose("summarizer"):
             await remember_turn(
                 self._summarizer,
@@ -208,7 +199,7 @@ class MemoryInstance:
                 trust=report.trust,
                 profile=runtime.profile.id,
                 runtime_key=str(runtime.key),
-                session_id=await self._session_id(),
+                session_id=session_id,
             )
 
     @hookimpl

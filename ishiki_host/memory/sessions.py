@@ -208,12 +208,23 @@ class SessionManager:
     async def start(self) -> None:
         """Align the ``sessions`` table with the log: open the current session, or re-open it after a crash.
 
-        Ordered with ``clear`` and ``compact`` (one lock), so it may run in the background of a new runtime.
+        Ordered with ``clear`` and ``compact`` (one lock).
         """
         if self.store is None:
             return
         async with self._lock:
             await self._align()
+
+    async def ensure_started(self) -> int | None:
+        """The current session's id, aligning the table on first need (``None`` without a store).
+
+        A new runtime need not write to the database before its first turn: the row of its session is made
+        when something needs it (a memory, retrieval, a boundary). Safe during a turn without the lock, since
+        boundaries are only written while no turn runs, and ``clear``/``compact`` align first.
+        """
+        if self.store is not None and self.session_id is None:
+            await self._align()
+        return self.session_id
 
     async def _align(self) -> None:
         assert self.store is not None
@@ -228,6 +239,13 @@ class SessionManager:
         if closed is not None:
             logger.warning("sessions of %s re-aligned with the fact log at entry %s", self.runtime_key, start_id)
         self.session_id = opened.id
+
+    async def _align_first(self) -> None:
+        """Before a boundary: the table must hold the session it ends (a failure is only logged)."""
+        try:
+            await self.ensure_started()
+        except StoreError as exc:
+            logger.warning("sessions of %s not aligned before a boundary: %s", self.runtime_key, exc)
 
     async def _rotate(self, boundary: Entry, reason: str, summary: str | None) -> None:
         if self.store is None:
@@ -282,6 +300,7 @@ class SessionManager:
                 window = await self.window()
                 if not _has_content(window):
                     return SessionChange("empty", "This session is already empty; nothing to clear.")
+                await self._align_first()
                 boundary = await self.log.append("session", {"reason": reason})
             await self._rotate(boundary, reason, None)
         return SessionChange("cleared", "Started a fresh session; nothing was carried over.", boundary)
@@ -311,6 +330,7 @@ class SessionManager:
             return SessionChange("empty", "This session is empty; nothing to compact.")
         if self.summarizer is None:
             return SessionChange("failed", "No summarizer is set up for this persona; the session is unchanged.")
+        await self._align_first()  # the summary memory belongs to the session it summarizes
         try:
             summary, usage = await self.summarizer.summarize(covered)
         except ModelError as exc:

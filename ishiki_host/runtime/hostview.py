@@ -25,11 +25,14 @@ __all__ = ["RuntimeHostView", "breaker_line"]
 def breaker_line(member: str, status: Mapping[str, Any]) -> str:
     """One member's breaker state from ``CircuitBreaker.status()``."""
     line = f"  {member}: breaker {status.get('state', 'unknown')}"
+    failures = status.get("failures")
+    if isinstance(failures, int) and failures > 0:
+        line += f", {failures} failure{'s' if failures != 1 else ''} in a row"
     probe = status.get("probe_in_seconds")
     if status.get("state") == "open" and isinstance(probe, int | float):
         line += f", probed again in {probe:.0f}s"
     error = status.get("last_error")
-    if status.get("state") != "closed" and error:
+    if error and (status.get("state") != "closed" or failures):
         line += f" (last error: {error})"
     return line
 

@@ -57,7 +57,7 @@ TYPING_INTERVAL = 4.0  # platforms show "typing" for about five seconds
 _USAGE_BUFFER = 1_000
 _SCAN_BACK = 500
 T = TypeVar("T")  # entries read back at start to find unanswered input and the last channel
-token_estimator = functools.cache(make_estimator)  # tiktoken when usable offline, else the estimate; chosen once
+_token_estimator = functools.cache(make_estimator)  # tiktoken when usable offline, else the estimate; chosen once
 
 
 class Lifecycle:
@@ -298,7 +298,7 @@ class Lifecycle:
             max_steps=parts.profile.max_steps,
             shutdown_grace=rt.host.shutdown_grace,
         )
-        estimator = token_estimator()
+        estimator = _token_estimator()
         self.sessions = SessionManager(
             runtime_key=str(rt.key),
             profile=parts.profile.id,

@@ -83,10 +83,6 @@ class TurnTracker:
         for name in _TURN_ENDS:
             bus.subscribe(name, self._on_turn_end)
 
-    def seed_retry(self, entries: Sequence[Entry]) -> None:
-        """Inbound entries carried into a new session for a retry: the retry turn runs at their level."""
-        self.seed_pending([e for e in entries if is_inbound(e)])
-
     def _on_appended(self, event: BusEvent) -> Awaitable[None] | None:
         entry: Entry = event["entry"]
         if not is_inbound(entry):

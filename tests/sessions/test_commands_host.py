@@ -15,6 +15,7 @@ from ishiki_host.commands import Command, CommandContext
 from ishiki_host.core.tools import Tool, ToolContext
 from ishiki_host.plugins.base import Extension
 from ishiki_host.runtime.delivery import RuntimeDelivery
+from ishiki_host.runtime.hostview import breaker_line
 from ishiki_host.runtime.runtime import AgentRuntime
 from ishiki_host.testing import Reply, ScriptedCall
 
@@ -98,9 +99,16 @@ async def test_clear_on_an_empty_session_says_so_and_writes_nothing(
         assert channel.texts() == ["This session is already empty; nothing to clear."]
         assert list(runtime.log.iter_forward()) == []
         await settle(runtime_of(await channel.say("a thing to forget")))
+        store = th.host.services["memory"]
+        assert await store.sessions.current(str(runtime.key)) is None  # nothing needed its row yet
         await channel.say("/reset")
         await settle(runtime_of(await channel.say("what did I say?")))
         assert channel.texts()[2] == "Started a fresh session; nothing was carried over."
+        sessions = await store.sessions.recent(str(runtime.key))
+        assert [(s.start_fact_id, s.end_fact_id) for s in sessions] == [
+            (sessions[0].start_fact_id, None),
+            (1, sessions[0].start_fact_id - 1),
+        ]
         assert "a thing to forget" not in json.dumps(router.requests()[-1])
         await channel.say("/memory")
         assert channel.texts()[-1] == "No summary is carried into this session."
@@ -221,3 +229,14 @@ async def test_compact_during_a_running_turn_waits_for_it(
             "Summarized the session and started a fresh one seeded with the summary.",
         ]
         assert "re: hello" in json.dumps(router.requests("summary")[0])
+
+
+def test_a_breaker_line_says_how_a_member_is_doing() -> None:
+    assert breaker_line("a:m", {"state": "closed", "failures": 0, "last_error": None}) == "  a:m: breaker closed"
+    assert breaker_line("a:m", {"state": "closed", "failures": 1, "last_error": "unavailable: refused"}) == (
+        "  a:m: breaker closed, 1 failure in a row (last error: unavailable: refused)"
+    )
+    opened = {"state": "open", "failures": 3, "probe_in_seconds": 29.6, "last_error": "rate_limited: 429"}
+    assert breaker_line("a:m", opened) == (
+        "  a:m: breaker open, 3 failures in a row, probed again in 30s (last error: rate_limited: 429)"
+    )

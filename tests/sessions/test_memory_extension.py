@@ -55,6 +55,9 @@ async def test_auto_mode_remembers_each_answered_exchange_and_nothing_of_a_faile
         assert [(m.type, m.content, m.min_trust) for m in memories] == [
             ("fact", "Ana's cat is called Miso.", "trusted")
         ]
+        session = await store.sessions.current(str(runtime.key))  # made when the first memory needed it
+        assert session is not None
+        assert (session.start_fact_id, memories[0].session_id) == (1, session.id)
         condense = router.requests("condense")[0]
         assert "my cat is called Miso" in condense["messages"][-1]["content"]
         usage = [e.data for e in runtime.log.iter_forward() if e.type == "usage"]
