@@ -80,6 +80,8 @@ def test_all_ready_is_ok(gate: Callable[..., ConfigDir]) -> None:
         "ishiki.engine.context.standard",
         "ishiki.engine.wakeup.standard",
         "ishiki.engine.toolcall.native",
+        "ishiki.ext.memory",
+        "ishiki.ext.skills",
         "ishiki.channel.testchat",
         "ishiki.provider.echo",
     )

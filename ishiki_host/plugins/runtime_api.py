@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.turns import TurnHandle
     from ishiki_host.runtime.paths import RuntimeKey
     from ishiki_host.runtime.resources import ResourceCenter
+    from ishiki_host.runtime.turnstate import TurnState
 
 __all__ = [
     "ContextEngineInstance",
@@ -61,10 +62,12 @@ class RuntimeContext(Protocol):
     ``model`` is the profile's shared underlying model (never mutated; toolcall engines wrap it per runtime);
     ``models(ref)`` gives any other model of ``models.yaml`` (a group or ``provider:modelId``) for background
     calls such as judges and summarizers, which pass ``priority="background"`` in their requests.
-    ``services`` holds host-wide services by name (``memory`` once the memory store is open; ``timezone``, the
-    IANA name of ``ishiki.yaml``'s ``timezone``, which the standard context engine shows message times in), so
-    plugins reach them without importing the host. ``spawn`` runs background work (an update after a turn) off
-    the path of turns, in the runtime's task group.
+    ``services`` holds host-wide services by name (``memory``: the ``MemoryStore`` once ``data/memory.db`` is
+    open, ``memory_error`` saying why it is not; ``memory_settings``; ``timezone``, the IANA name of
+    ``ishiki.yaml``'s ``timezone``, which the standard context engine shows message times in; ``runtimes``:
+    the host), so plugins reach them without importing the host. ``turn_state`` is the running turn's trust
+    level and the inbound messages new in it (what a turn's instructions are about). ``spawn`` runs background
+    work (an update after a turn) off the path of turns, in the runtime's task group.
     """
 
     @property
@@ -140,6 +143,11 @@ class RuntimeContext(Protocol):
     @property
     def model(self) -> LanguageModel:
         """The profile's shared underlying model."""
+        ...
+
+    @property
+    def turn_state(self) -> TurnState:
+        """The running turn: ``trust`` (its level), ``inbound`` (the messages new in it), ``number``."""
         ...
 
     @property

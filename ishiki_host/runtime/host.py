@@ -3,9 +3,10 @@
     async with Host(Path("mybot")) as host:
         await host.wait_stop_requested()      # a signal handler or the console calls host.request_stop()
 
-Entering loads the config dir (unless one is given), builds the model gateway, activates every ready profile
-(a route with its own task group), starts the channels their claims need (each under a supervisor that
-restarts it with back-off), and polls the config files for hot reload. ``dispatch`` (what channels call)
+Entering loads the config dir (unless one is given), builds the model gateway, opens the memory database
+(``services["memory"]``; ``ishiki_host.runtime.host_memory``), activates every ready profile (a route with its
+own task group), starts the channels their claims need (each under a supervisor that restarts it with
+back-off), and polls the config files (and the skills folder) for hot reload. ``dispatch`` (what channels call)
 routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
 more input, turns get the grace to finish, every runtime stops its extensions and closes its log.
 """
@@ -28,6 +29,7 @@ from ishiki_host.plugins.configdir import load_config_dir
 from ishiki_host.plugins.discovery import discover
 from ishiki_host.runtime.delivery import RuntimeDelivery, Unrouted
 from ishiki_host.runtime.host_channels import ChannelDirectory
+from ishiki_host.runtime.host_memory import HostMemory
 from ishiki_host.runtime.host_setup import (
     ChannelSet,
     GatewaySet,
@@ -89,6 +91,7 @@ class Host:
         self.directory = ChannelDirectory()
         self.providers = ProviderCache()
         self.services: dict[str, Any] = {"runtimes": self}
+        self.memory = HostMemory(self.root, self.clock)
         self._stack = AsyncExitStack()
         self._stop_requested = anyio.Event()
         self._resumed = anyio.Event()
@@ -165,6 +168,7 @@ class Host:
         self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root)
         self._gateways.build(config)
         self.services["timezone"] = host.timezone
+        await self.memory.open(host.data_dir, host.memory, self.services)
         self._host_services = HostServices(
             clock=self.clock,
             config_dir=self.root,
@@ -210,6 +214,7 @@ class Host:
                 self._channels.tg.cancel_scope.cancel()
         await self._stack.aclose()  # leaves the host's task group (entered at the same nesting level)
         with anyio.CancelScope(shield=True):
+            await self.memory.aclose()
             if self._gateways is not None:
                 await self._gateways.aclose()
             if self._config is not None:
@@ -280,6 +285,7 @@ class Host:
             if self._stopping or self._channels is None:
                 return ReloadReport()  # not started (yet), or stopping
             new = await anyio.to_thread.run_sync(self._load)
+            await self.memory.poll()
             old, report = self.config, ReloadReport()
             log_config_problems(new, only_new_against=old)
             rebuilt = self.gateways.rebuild_if_changed(old, new)
@@ -329,6 +335,7 @@ class Host:
             self._resumed.set()
 
     async def _snapshot(self) -> Snapshot:
+        await self.memory.poll()  # each reload tick: skills are synced on their own, without a full reload
         waiting = any(p.state == "waiting" for p in self.config.profiles)
         return await anyio.to_thread.run_sync(lambda: snapshot(self.root, include_site=waiting))
 
