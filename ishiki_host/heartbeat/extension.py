@@ -74,7 +74,7 @@ class HeartbeatInstance:
     def __init__(self, runtime: Any, *, max_beats: int = 100):
         self._runtime = runtime
         self._max_beats = max_beats
-        self._beat_turn = False
+        self._beat_turn: int | None = None  # the number of the beat's turn being run, if one is
         self._tools: list[Tool] | None = None
 
     @property
@@ -102,13 +102,14 @@ class HeartbeatInstance:
         return runtime.bus.subscribe("turn.start", self._on_turn_start)
 
     def _on_turn_start(self, event: BusEvent) -> None:
-        self._beat_turn = is_beat_turn(event["turn"].triggers)
+        turn = event["turn"]
+        self._beat_turn = turn.number if is_beat_turn(turn.triggers) else None
 
     @hookimpl
     def ishiki_tools(self, runtime: Any) -> Sequence[Tool]:
         """The beat tools, except in a beat's own turn or when the host runs no heartbeats."""
         service = self.service
-        if service is None or self._beat_turn:
+        if service is None or (self._beat_turn is not None and runtime.turn_state.number == self._beat_turn):
             return ()
         if self._tools is None:
             self._tools = make_beat_tools(

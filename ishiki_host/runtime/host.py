@@ -313,7 +313,7 @@ class Host:
         """Settings of ishiki.yaml a running host can take (channels are reconciled separately)."""
         for route in self.routes:
             route.idle_seconds = new.host.runtime_idle_seconds
-        fixed = ("data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds")
+        fixed = ("data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds", "timezone")
         changed = [name for name in fixed if getattr(old.host, name) != getattr(new.host, name)]
         if changed:
             logger.warning("ishiki.yaml: %s take effect at the next start", ", ".join(changed))
