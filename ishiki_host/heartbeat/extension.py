@@ -74,7 +74,7 @@ class HeartbeatInstance:
     def __init__(self, runtime: Any, *, max_beats: int = 100):
         self._runtime = runtime
         self._max_beats = max_beats
-        self._beat_turn: int | None = None  # the number of the beat's turn being run, if one is
+        self._beat_turn: int | None = None  # the number of the last turn a beat started
         self._tools: list[Tool] | None = None
 
     @property
