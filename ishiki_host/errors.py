@@ -37,6 +37,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         ├── RuntimeStartFailed          a runtime could not start (an engine, extension or its log failed)
         ├── ResourceError               a resource URL cannot be read (``code``)
         ├── StoreError                  the memory database cannot be opened or used
+        ├── BeatRunFailed               a beat's turn failed, or nothing could run it (recorded, not raised on)
         ├── SandboxError                a codemode program failed, or hit a limit
         └── EngineError                 an engine could not do its part (logged; the engine falls back)
             ├── EngineStateInvalid      an engine's persisted state is malformed
@@ -50,6 +51,7 @@ from typing import Any, Literal
 __all__ = [
     "AgentBusy",
     "AgentStopped",
+    "BeatRunFailed",
     "ChannelError",
     "ChannelNotReady",
     "ChannelUnavailable",
@@ -306,6 +308,13 @@ class ResourceError(RunError):
 
 class StoreError(RunError):
     """The memory database cannot be opened, migrated or used."""
+
+
+class BeatRunFailed(RunError):
+    """A beat's run failed: its turn failed, was aborted or dropped, or no runtime or model could run it.
+
+    The heartbeat scheduler records it as the run's outcome; the beat runs again at its next slot.
+    """
 
 
 class SandboxError(RunError):

@@ -12,7 +12,6 @@ from ishiki_host.config.profile import ProfileLoad, load_profile
 from ishiki_host.config.profile_types import (
     CodemodeConfig,
     EngineChoice,
-    ExtensionUse,
     FailoverConfig,
     Profile,
     ResourcesConfig,
@@ -50,7 +49,7 @@ def messages(result: ProfileLoad) -> list[tuple[int | None, str, str]]:
     return [(e.line, e.path, e.message) for e in result.errors]
 
 
-def test_minimal_profile_gets_every_default(load: Callable[..., ProfileLoad]) -> None:
+def test_minimal_profile_gets_every_default(load: Callable[..., ProfileLoad], plugin_registry: PluginRegistry) -> None:
     result = load("model: default\n")
     assert result.errors == ()
     profile = result.profile
@@ -80,14 +79,17 @@ def test_minimal_profile_gets_every_default(load: Callable[..., ProfileLoad]) ->
         model="default",
         context=profile.context,
         wakeup=profile.wakeup,
-        extends=(ExtensionUse("memory", {}), ExtensionUse("skills", {"enabled": "*"})),  # the built-ins on by default
+        extends=profile.extends,
         document=profile.document,
     )
     assert profile == by_hand
+    # the built-in extensions that are on by default (heartbeat...), with their schema defaults
+    assert [e.name for e in profile.extends] == list(plugin_registry.default_extensions())
+    assert "heartbeat" in plugin_registry.default_extensions()
     assert profile.document["session"] == {"summarizer": "auto", "compact_threshold": 0.9}
 
 
-def test_every_section(load: Callable[..., ProfileLoad]) -> None:
+def test_every_section(load: Callable[..., ProfileLoad], plugin_registry: PluginRegistry) -> None:
     text = """\
 model: echo:small
 mode: cross
@@ -113,11 +115,9 @@ max_steps: 3
     assert profile.mode == "cross"
     assert profile.claims.matches("testchat:bot", "group:1")
     assert not profile.claims.matches("testchat:bot", "group:13")
-    assert [(e.name, e.config) for e in profile.extends] == [
-        ("memory", {}),
-        ("skills", {"enabled": "*"}),
-        ("greeter", {"greeting": "hi", "times": 2}),
-    ]
+    defaults = set(plugin_registry.default_extensions())
+    named = [(e.name, e.config) for e in profile.extends if e.name not in defaults]
+    assert named == [("greeter", {"greeting": "hi", "times": 2})]
     assert profile.context == EngineChoice("context", "testctx", {"window": 3})
     assert profile.failover == FailoverConfig(2, 100, "any")
     assert profile.codemode == CodemodeConfig(timeout_ms=500, direct=("send_message",))
@@ -184,11 +184,14 @@ wakeup:
     ]
 
 
-def test_disabled_extension_is_dropped_before_anything_else(load: Callable[..., ProfileLoad]) -> None:
+def test_disabled_extension_is_dropped_before_anything_else(
+    load: Callable[..., ProfileLoad], plugin_registry: PluginRegistry
+) -> None:
     result = load("model: default\nextends:\n  notinstalled: {enable: false, config: [1, 2]}\n  sticky:\n")
     assert result.errors == ()
     assert result.profile is not None
-    assert [e.name for e in result.profile.extends] == ["memory", "skills", "sticky"]
+    defaults = set(plugin_registry.default_extensions())
+    assert [e.name for e in result.profile.extends if e.name not in defaults] == ["sticky"]
 
 
 def test_the_built_in_extensions_are_turned_off_and_configured_like_any_other(
@@ -197,12 +200,13 @@ def test_the_built_in_extensions_are_turned_off_and_configured_like_any_other(
     off = load("model: default\nextends:\n  memory: {enable: false}\n  skills: {enable: false}\n")
     assert off.errors == ()
     assert off.profile is not None
-    assert off.profile.extends == ()
+    assert "memory" not in {e.name for e in off.profile.extends}
+    assert "skills" not in {e.name for e in off.profile.extends}
     chosen = load(
         "model: default\nextends:\n  skills: {config: {enabled: [brew-tea]}}\n  memory: {config: {limit: 5}}\n"
     )
     assert chosen.profile is not None
-    assert [(e.name, e.config) for e in chosen.profile.extends] == [
+    assert [(e.name, e.config) for e in chosen.profile.extends if e.name in ("memory", "skills")] == [
         ("skills", {"enabled": ["brew-tea"]}),
         ("memory", {"limit": 5}),
     ]

@@ -22,7 +22,7 @@ channel, so wakeup engines can charge a reply cost or start a cooldown.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -173,8 +173,14 @@ class RuntimeContext(Protocol):
         """
         ...
 
-    async def wake(self, prompt: str | None = None, *, priority: Priority = "interactive") -> TurnHandle:
-        """Start a turn now (queued behind a running one); a missing or blank prompt is "Continue."."""
+    async def wake(
+        self, prompt: str | None = None, *, priority: Priority = "interactive", info: Mapping[str, Any] | None = None
+    ) -> TurnHandle:
+        """Start a turn now (queued behind a running one); a missing or blank prompt is "Continue.".
+
+        ``info`` (JSON-able) is recorded in the turn's trigger (``turn.start``, ``Turn.triggers``), so hooks can
+        tell which wake started a turn (heartbeats put ``{"heartbeat": <beat id>}`` there).
+        """
         ...
 
 

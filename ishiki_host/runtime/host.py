@@ -6,8 +6,9 @@
 Entering loads the config dir (unless one is given), builds the model gateway, opens the memory database
 (``services["memory"]``; ``ishiki_host.runtime.host_memory``), activates every ready profile (a route with its
 own task group), starts the channels their claims need (each under a supervisor that restarts it with
-back-off), and polls the config files (and the skills folder) for hot reload. ``dispatch`` (what channels call)
-routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
+back-off), starts the heartbeat scheduler (``services["heartbeats"]``; ``ishiki_host.runtime.host_heartbeats``),
+and polls the config files (the skills folder and ``heartbeats.json`` too) for hot reload. ``dispatch`` (what
+channels call) routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
 more input, turns get the grace to finish, every runtime stops its extensions and closes its log.
 """
 
@@ -29,6 +30,7 @@ from ishiki_host.plugins.configdir import load_config_dir
 from ishiki_host.plugins.discovery import discover
 from ishiki_host.runtime.delivery import RuntimeDelivery, Unrouted
 from ishiki_host.runtime.host_channels import ChannelDirectory
+from ishiki_host.runtime.host_heartbeats import start_heartbeats
 from ishiki_host.runtime.host_memory import HostMemory
 from ishiki_host.runtime.host_setup import (
     ChannelSet,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ishiki_host.channels.base import Delivery, InboundAttachment
+    from ishiki_host.heartbeat.service import HeartbeatService
     from ishiki_host.plugins.activation import ProfileState
     from ishiki_host.plugins.configdir import ConfigDir
     from ishiki_host.plugins.discovery import PluginRegistry
@@ -104,6 +107,7 @@ class Host:
         self._channels: ChannelSet | None = None
         self._host_services: HostServices | None = None
         self._tg: TaskGroup | None = None
+        self.heartbeats: HeartbeatService | None = None
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -187,11 +191,12 @@ class Host:
             if state.state == "ready" and state.profile is not None:
                 await self._activate(state)
         await self._channels.reconcile()
+        self.heartbeats = await start_heartbeats(self, tg)
         self._resuming = True
         tg.start_soon(self._resume_unfinished)
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
         if interval > 0:
-            tg.start_soon(watch, self.clock, interval, self._snapshot, self.reload, await self._snapshot())
+            tg.start_soon(watch, self.clock, interval, self._snapshot, self.reload, await self._snapshot(), self._tick)
 
     def _load(self) -> ConfigDir:
         return load_config_dir(self.root, env=self._env, registry=self._discover())
@@ -202,6 +207,8 @@ class Host:
             return
         self._stopping = True
         self._stop_requested.set()
+        if self.heartbeats is not None:
+            self.heartbeats.stop()  # no beat starts on a runtime that is about to stop
         with anyio.CancelScope(shield=True):
             if self._resuming and self._host_services is not None:
                 with anyio.move_on_after(self._host_services.shutdown_grace):
@@ -299,13 +306,15 @@ class Host:
                     logger.info("profile %s was removed; its runtimes stop", pid)
                     report.stopped.append(pid)
             await self.channels.reconcile()
+            if self.heartbeats is not None:  # targets may have gained or lost their profile
+                await self.heartbeats.poll(force=True)
             return report
 
     def _apply_host_settings(self, old: ConfigDir, new: ConfigDir) -> None:
         """Settings of ishiki.yaml a running host can take (channels are reconciled separately)."""
         for route in self.routes:
             route.idle_seconds = new.host.runtime_idle_seconds
-        fixed = ("data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds")
+        fixed = ("data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds", "timezone")
         changed = [name for name in fixed if getattr(old.host, name) != getattr(new.host, name)]
         if changed:
             logger.warning("ishiki.yaml: %s take effect at the next start", ", ".join(changed))
@@ -333,6 +342,11 @@ class Host:
             await resume_routes(list(self.routes), self.config.host.data_dir)
         finally:
             self._resumed.set()
+
+    async def _tick(self) -> None:
+        """Every reload tick: sync ``heartbeats.json`` if it changed."""
+        if self.heartbeats is not None:
+            await self.heartbeats.poll()
 
     async def _snapshot(self) -> Snapshot:
         await self.memory.poll()  # each reload tick: skills are synced on their own, without a full reload

@@ -27,9 +27,12 @@ if TYPE_CHECKING:
 
     from ishiki_host.core.clock import Clock
 
-__all__ = ["HostMemory"]
+__all__ = ["MEMORY_SERVICE", "HostMemory"]
 
 logger = logging.getLogger("ishiki_host.host")
+
+MEMORY_SERVICE = "memory"
+"""The key of the store in the host's ``services`` (``runtime.services["memory"]``)."""
 
 
 class HostMemory:
@@ -56,7 +59,7 @@ class HostMemory:
                 self.error,
             )
             return
-        services["memory"] = self.store
+        services[MEMORY_SERVICE] = self.store
         self.skills = SkillsWatcher(self.config_dir, self.store)
         await self.poll()
 

@@ -223,10 +223,12 @@ class AgentRuntime:
         """Another model of ``models.yaml`` (a group or ``provider:modelId``)."""
         return self._host.models(ref)
 
-    async def wake(self, prompt: str | None = None, *, priority: Priority = "interactive") -> TurnHandle:
-        """Queue a turn with ``prompt`` (missing or blank: "Continue.")."""
+    async def wake(
+        self, prompt: str | None = None, *, priority: Priority = "interactive", info: Mapping[str, Any] | None = None
+    ) -> TurnHandle:
+        """Queue a turn with ``prompt`` (missing or blank: "Continue."); ``info`` goes into its trigger."""
         text = prompt if prompt is not None and prompt.strip() else "Continue."
-        return await self.agent.continue_(text, priority=priority, reason="wake")
+        return await self.agent.continue_(text, priority=priority, reason="wake", info=info)
 
     def spawn(self, fn: Callable[[], Awaitable[object]], *, name: str) -> None:
         """Run ``fn()`` in the runtime's task group, off the path of turns; a failure is logged with ``name``.

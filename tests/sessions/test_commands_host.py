@@ -13,6 +13,7 @@ import pytest
 from ishiki_host import hookimpl
 from ishiki_host.commands import Command, CommandContext
 from ishiki_host.core.tools import Tool, ToolContext
+from ishiki_host.heartbeat.tools import BEAT_TOOL_NAMES as BEATS
 from ishiki_host.plugins.base import Extension
 from ishiki_host.runtime.delivery import RuntimeDelivery
 from ishiki_host.runtime.hostview import breaker_line
@@ -87,7 +88,12 @@ async def test_status_shows_profile_model_breakers_summarizer_session_and_extens
     assert lines[3] == "summarizer: auto (compaction at 90% of 128,000 tokens)"
     assert lines[4].startswith("session: ~")
     assert lines[4].endswith(" tokens in 3 messages")
-    assert lines[5:] == ["memory: 1 memory of ana (up to 20 per turn)", "skills: 0", "notes: none"]
+    assert lines[5:] == [
+        "heartbeats: 0 beats",
+        "memory: 1 memory of ana (up to 20 per turn)",
+        "skills: 0",
+        "notes: none",
+    ]
 
 
 async def test_clear_on_an_empty_session_says_so_and_writes_nothing(
@@ -171,7 +177,7 @@ async def test_tools_disable_takes_effect_on_the_next_turn(
         await channel.say("/tools disable note")
         assert channel.texts()[-1] == "Turned tool note off for ana; it applies from the next turn."
         await settle(runtime_of(await channel.say("second")))
-        assert tool_names(router.requests()[-1]) == ["read", "send_message", "finish", "wait"]
+        assert tool_names(router.requests()[-1]) == ["read", "send_message", "finish", *BEATS, "wait"]
         await channel.say("/tools disable send_message")
         assert channel.texts()[-1].startswith("send_message is a kernel tool every reply needs")
         await channel.say("/tools enable note")
@@ -199,7 +205,7 @@ async def test_extensions_disable_switches_off_tools_instructions_commands_and_s
         await channel.say("/status")
         assert channel.texts()[-1].splitlines()[-1] == "extensions switched off: notes"
         await channel.say("/extensions")
-        assert channel.texts()[-1] == "Extensions:\n- memory: on\n- skills: on\n- notes: off"
+        assert channel.texts()[-1] == "Extensions:\n- heartbeat: on\n- memory: on\n- skills: on\n- notes: off"
 
 
 async def test_compact_during_a_running_turn_waits_for_it(

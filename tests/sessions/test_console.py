@@ -76,7 +76,8 @@ def test_every_command_through_the_console(
         "Turned tool write_file off for ana; it applies from the next turn.\n",
         "Your files are safe.\n",
         "profile: ana (runtime ana/console:local/private:local)\nmodel: default (context window 128,000 tokens)\n",
-        "Commands:\n/clear - Start a fresh session; nothing is carried over. (also /reset)\n",
+        "Commands:\n/beats - List the beats of this chat, soonest first.\n"
+        "/clear - Start a fresh session; nothing is carried over. (also /reset)\n",
         "/whoami - Show your id, your trust level and this channel.\n/help <command> shows one command in full.\n",
     ]
     at = 0

@@ -178,7 +178,7 @@ async def test_memory_off_for_a_profile(memory_host: MemoryHost, router: Router,
         channel = th.channel()
         runtime = runtime_of(await channel.say("remember this"))
         await settle(runtime)
-        assert [use.name for use in runtime.profile.extends] == ["skills"]
+        assert [use.name for use in runtime.profile.extends] == ["heartbeat", "skills"]
         assert router.count("condense") == 0
         assert await store_of(runtime).memories.count("ana") == 0
         await channel.say("/status")

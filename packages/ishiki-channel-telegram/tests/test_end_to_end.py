@@ -178,6 +178,8 @@ async def test_the_network_gone_for_minutes_then_back_loses_nothing(
 
     async with bot_host() as th:
         await telegram_server.until(lambda: telegram_server.polling)
+        with anyio.fail_after(5):
+            await th.host.heartbeats.scheduler.settled()  # its timer armed: it sleeps through the outage
         awake = fake_clock.sleepers  # the host's own sleepers, while the channel waits on its long poll
         telegram_server.offline = True  # cuts the long poll in progress, and every request after it
         gone, failures = fake_clock.now(), failed_polls() + 1
