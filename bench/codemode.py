@@ -5,7 +5,10 @@ Reports, measured in the same run:
   ``await tool(input)`` (the baseline);
 - ``run_program`` of a program that calls nothing (the sandbox's fixed cost), against the direct call;
 - the start-up of a fresh QuickJS context with the prelude loaded, on the current thread, against the one-call
-  program (the share of a program's cost that is start-up).
+  program (the share of a program's cost that is start-up);
+- end to end, a whole turn of a real runtime (``RuntimeHarness`` with the kernel tools, an instant in-process
+  model, the fact log on disk without fsync) whose model calls the tool through a ``codemode`` program, then ``finish``,
+  against the same turn calling the tool directly: what codemode adds to a turn.
 
 Run: ``.venv/bin/python bench/codemode.py [--quick] [--runs N] [--json PATH]``.
 """
@@ -13,11 +16,21 @@ Run: ``.venv/bin/python bench/codemode.py [--quick] [--runs N] [--json PATH]``.
 from __future__ import annotations
 
 import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import _quickjs
 from _report import Bench, run, time_calls, time_calls_async
 
+from ishiki_host.config.profile_types import CodemodeConfig, Profile
+from ishiki_host.core.messages import ToolCall
+from ishiki_host.core.model import ModelRequest, ModelResult
+from ishiki_host.core.tools import Tool, ToolContext
+from ishiki_host.testing import RuntimeHarness
+from ishiki_host.testing.models import FunctionModel, reply, tool_call
 from ishiki_host.tools.codemode import Limits, run_program
 from ishiki_host.tools.codemode._prelude import PRELUDE
 
@@ -27,6 +40,34 @@ NO_CALL = "return 1;"
 
 async def echo(args: dict[str, Any]) -> dict[str, Any]:
     return args
+
+
+async def echo_tool(args: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return dict(args)
+
+
+def turn_model(call: ToolCall) -> FunctionModel:
+    """Calls ``call`` at a turn's first step and ``finish`` once it has a tool result."""
+
+    def answer(request: ModelRequest) -> ModelResult:
+        done = request.messages[-1].role == "tool"
+        return reply("", tool_call("finish") if done else call)
+
+    return FunctionModel(answer)
+
+
+async def turn_times(home: Path, call: ToolCall, codemode: bool, rounds: int, number: int) -> list[float]:
+    """Seconds per turn of a real runtime whose model makes ``call`` (through codemode when ``codemode``)."""
+    profile = Profile(id="bench", directory=home, file=home / "profile.yml", persona="Bench.", model="m")
+    profile = replace(profile, codemode=CodemodeConfig() if codemode else None)
+    tools = [Tool("echo", "Echo the input.", echo_tool, {"type": "object"})]
+    harness = RuntimeHarness(home, model=turn_model(call), profile=profile, extra_tools=tools, kernel_tools=True)
+    harness.host.fsync = "never"  # the disk's sync latency would drown what codemode adds
+    async with harness as rt:
+        outcome = await rt.say("go")
+        if (outcome.reason, outcome.steps) != ("finish", 2):
+            raise SystemExit(f"the benchmark turn did not run as planned: {outcome}")
+        return await time_calls_async(lambda: rt.say("go"), rounds, number=number)
 
 
 def fresh_context() -> None:
@@ -54,6 +95,13 @@ async def measure(bench: Bench) -> None:
     bench.add("program with one tool call", "s", one_call, **baseline)
     bench.add("program with no tool call", "s", no_call, **baseline)
     bench.add("fresh context + prelude", "s", startup, baseline="program with one tool call", baseline_samples=one_call)
+    with tempfile.TemporaryDirectory() as tmp:
+        turns = bench.runs(quick=7, full=21)
+        direct_turn = await turn_times(Path(tmp, "direct"), tool_call("echo", {"x": 1}), False, turns, 20)
+        program_call = tool_call("codemode", {"code": ONE_CALL})
+        program_turn = await turn_times(Path(tmp, "codemode"), program_call, True, turns, 20)
+    bench.add("turn with a codemode program", "s", program_turn, baseline="turn with a direct call",
+              baseline_samples=direct_turn)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

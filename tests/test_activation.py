@@ -70,7 +70,7 @@ def test_each_state(gate: Callable[..., ConfigDir]) -> None:
     assert "overlap profile 'a-ready' on console:local" in skipped.errors[0].message
 
 
-def test_all_ready_is_ok(gate: Callable[..., ConfigDir]) -> None:
+def test_all_ready_is_ok(gate: Callable[..., ConfigDir], plugin_registry: PluginRegistry) -> None:
     config = gate({"one": CONSOLE, "two": "model: echo:small\nchannels:\n  testchat:bot: ['*']\n"})
     assert states(config) == {"one": "ready", "two": "ready"}
     assert config.ok
@@ -80,6 +80,7 @@ def test_all_ready_is_ok(gate: Callable[..., ConfigDir]) -> None:
         "ishiki.engine.context.standard",
         "ishiki.engine.wakeup.standard",
         "ishiki.engine.toolcall.native",
+        *(f"ishiki.ext.{name}" for name in plugin_registry.default_extensions()),
         "ishiki.channel.testchat",
         "ishiki.provider.echo",
     )
@@ -199,3 +200,38 @@ def test_not_a_config_directory(tmp_path: Path) -> None:
     (tmp_path / "profiles").write_text("x")
     with pytest.raises(ConfigDirError, match="profiles: not a directory"):
         load_config_dir(tmp_path)
+
+
+def test_tool_names_two_extensions_declare_make_the_profile_invalid(gate: Callable[..., ConfigDir]) -> None:
+    config = gate(
+        {
+            "clash": "model: default\nextends:\n  notes: {}\n  jotter: {}\n",
+            "kernel": "model: default\nextends: {reader: {}}\n",
+            "search": "model: default\nextends: {notes: {}}\ntoolsearch: {}\n",
+            "fine": "model: default\nextends: {notes: {}, greeter: {config: {greeting: hi}}}\n"
+            "codemode: {direct: [x]}\n",
+        }
+    )
+    assert states(config) == {"clash": "invalid", "fine": "ready", "kernel": "invalid", "search": "ready"}
+    clash, kernel = config.profile("clash"), config.profile("kernel")
+    assert clash is not None
+    assert kernel is not None
+    assert [(e.path, e.line, e.message) for e in clash.errors] == [
+        ("extends.jotter", 4, "extension 'jotter' offers a tool named 'note_add', as extension 'notes' does")
+    ]
+    assert kernel.errors[0].message == "extension 'reader' offers a tool named 'read', as the host does"
+
+
+def test_a_direct_or_resident_name_no_declared_tool_has_is_reported(gate: Callable[..., ConfigDir]) -> None:
+    text = (
+        "model: default\nextends: {notes: {}}\ncodemode:\n  direct: [note_ad, send_message]\n"
+        "toolsearch: {resident: [jot]}\n"
+    )
+    config = gate({"typo": text})
+    typo = config.profile("typo")
+    assert typo is not None
+    assert typo.state == "invalid"
+    assert [(e.path, e.message) for e in typo.errors] == [
+        ("codemode.direct[0]", "no tool is named 'note_ad'; did you mean 'note_add'?"),
+        ("toolsearch.resident[0]", "no tool is named 'jot'"),
+    ]

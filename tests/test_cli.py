@@ -30,7 +30,8 @@ def test_check_ready_config_exits_0(
     root = write_config({"models.yaml": echo_models, **profile_files("p", CONSOLE)})
     code, report = check_json(run_ishiki, root)
     assert code == 0
-    assert set(report) == {"ok", "profiles", "models", "host", "plugins"}
+    assert set(report) == {"ok", "profiles", "models", "host", "plugins", "heartbeats"}
+    assert report["heartbeats"] == {"file": str(root / "heartbeats.json"), "found": False, "beats": 0, "errors": []}
     assert report["ok"] is True
     assert report["profiles"] == [{"id": "p", "state": "ready", "errors": [], "missing": []}]
     text = run_ishiki("check", str(root), plugins=True)
@@ -181,3 +182,16 @@ def test_help_and_version(run_ishiki: RunIshiki, args: list[str]) -> None:
     done = run_ishiki(*args)
     assert "Traceback" not in done.stderr
     assert done.returncode in (0, 2)
+
+
+def test_check_reports_tool_names_two_extensions_both_declare(
+    run_ishiki: RunIshiki, write_config: WriteConfig, profile_files: ProfileFiles, echo_models: str
+) -> None:
+    text = CONSOLE + "extends:\n  notes: {}\n  jotter: {}\n"
+    root = write_config({"models.yaml": echo_models, **profile_files("p", text)})
+    code, report = check_json(run_ishiki, root)
+    assert code == 1
+    assert report["profiles"][0]["state"] == "invalid"
+    assert report["profiles"][0]["errors"][0]["path"] == "extends.jotter"
+    shown = run_ishiki("check", str(root), plugins=True).stdout
+    assert "extension 'jotter' offers a tool named 'note_add', as extension 'notes' does" in shown

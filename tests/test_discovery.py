@@ -54,6 +54,7 @@ def test_test_distribution_is_recorded_with_its_distribution(plugin_registry: Pl
         ("ishiki.ext.badschema", "invalid", "BadSchema.config_schema is not a valid JSON Schema"),
         ("ishiki.ext.exits", "load", "SystemExit: ishiki-test-plugins: exits on import"),
         ("ishiki.ext.asserts", "load", "AssertionError: ishiki-test-plugins: not configured"),
+        ("ishiki.ext.badtoolnames", "invalid", "BadToolNames.tool_names must be None or a tuple of tool names"),
     ],
 )
 def test_broken_plugins_are_recorded_not_fatal(
@@ -76,7 +77,7 @@ def test_broken_plugins_are_recorded_not_fatal(
 def test_other_plugins_load_despite_the_broken_ones(plugin_registry: PluginRegistry) -> None:
     ok = {r.full_name for r in plugin_registry.records if r.status == "ok"}
     assert BUILTINS | {"ishiki.ext.greeter", "ishiki.channel.testchat", "ishiki.provider.echo"} <= ok
-    assert len(plugin_registry.errors) == 8
+    assert len(plugin_registry.errors) == 9
 
 
 def test_a_name_registered_by_two_distributions_is_an_error_for_both(

@@ -68,14 +68,21 @@ class FailoverConfig:
 
 @dataclass(frozen=True, slots=True)
 class CodemodeConfig:
-    """Limits of codemode programs (present only when the profile turns codemode on)."""
+    """Limits of codemode programs (present only when the profile turns codemode on).
+
+    The limit fields are those of ``ishiki_host.tools.codemode.Limits``, by the same names; ``direct`` names
+    tools that keep a direct call beside their use in programs.
+    """
 
     timeout_ms: int = 30_000
     memory_limit_bytes: int = 268_435_456
-    max_pending_jobs: int = 10_000
+    max_jobs: int = 1_000_000
     max_tool_input_bytes: int = 1_048_576
-    max_tool_output_bytes: int = 1_048_576
+    max_tool_output_bytes: int = 4_194_304
     max_result_bytes: int = 65_536
+    max_concurrent_tool_calls: int = 16
+    max_tool_calls: int = 1_000
+    max_log_bytes: int = 16_384
     direct: tuple[str, ...] = ()
 
 

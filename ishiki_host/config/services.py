@@ -34,6 +34,7 @@ class ServiceSpec:
     """The facts of one loaded service that validation uses.
 
     ``default_enabled`` is already filtered: true only for a built-in extension that asks for it.
+    ``tool_names``: the tools an extension declares it may offer (``None``: not known before it runs).
     """
 
     full_name: str
@@ -41,6 +42,7 @@ class ServiceSpec:
     requires: tuple[str, ...] = ()
     default_enabled: bool = False
     needs_base_url: bool = False
+    tool_names: tuple[str, ...] | None = None
 
 
 class ServiceCatalog(Protocol):

@@ -29,13 +29,16 @@ from ishiki_host.core.messages import Message
 from ishiki_host.core.recovery import recover
 from ishiki_host.core.runner import Inbox, Running, SetupFn, TurnRunner
 from ishiki_host.core.turns import Delivery, Recovery, Turn, TurnHandle, TurnOutcome
-from ishiki_host.errors import AgentBusy, AgentStopped
+from ishiki_host.errors import AgentBusy, AgentStopped, ToolError
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.messages import ToolCall
     from ishiki_host.core.model import LanguageModel, Priority
+    from ishiki_host.core.tools import Tool
+    from ishiki_host.core.turns import CallRecord
 
 __all__ = ["Agent", "IfBusy"]
 
@@ -81,13 +84,14 @@ class Agent:
         self.recovered: Recovery | None = None
         chain = HookChain(hooks)
         self._inbox = Inbox()
+        self._dispatcher = ToolDispatcher(chain, self.bus, self.clock, tool_timeout=tool_timeout)
         self._runner = TurnRunner(
             log=log,
             model=model,
             setup=setup,
             hooks=chain,
             bus=self.bus,
-            dispatcher=ToolDispatcher(chain, self.bus, self.clock, tool_timeout=tool_timeout),
+            dispatcher=self._dispatcher,
             inbox=self._inbox,
             max_steps=max_steps,
             shutdown_grace=shutdown_grace,
@@ -215,6 +219,17 @@ class Agent:
         self._notify()
         await self.bus.emit("turn.queued", handle=handle, priority=priority, prompt=prompt)
         return handle
+
+    async def dispatch_within(self, call: ToolCall, tools: Sequence[Tool]) -> CallRecord:
+        """Answer a call made by a tool of the running step (a codemode program's ``tools.x(...)``).
+
+        ``tools`` are the tools the caller may reach; the call goes through every check, hook, deadline and
+        event of a model's call (``ToolDispatcher.dispatch_within``). ``ToolError`` when no step is running.
+        """
+        running = self._current
+        if running is None or not running.turn.steps:
+            raise ToolError(f"{call.name}: no step is running; a tool may call other tools only during its own call")
+        return await self._dispatcher.dispatch_within(call, running.turn.steps[-1], tools)
 
     # -- control ---------------------------------------------------------------------------------------
 

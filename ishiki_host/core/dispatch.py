@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -54,6 +55,15 @@ class ToolDispatcher:
             record = await self._decide_and_run(call, step)
         result = await self._hooks.after_tool_call(call, record.result, step)
         return CallRecord(call, record.tool, result, record.status)
+
+    async def dispatch_within(self, call: ToolCall, step: Step, tools: Sequence[Tool]) -> CallRecord:
+        """Answer a call that a running tool of ``step`` makes (a codemode program), among ``tools``.
+
+        The call is checked, decided and run as the model's calls are: unknown tool, JSON and schema checks,
+        ``before_tool_call`` hooks (trust), the deadline, the events and every ``after_tool_call`` hook. Hooks
+        see a view of ``step`` whose ``tools`` are ``tools``. Nothing is logged: the calling tool's result is.
+        """
+        return await self.dispatch(call, replace(step, tools=list(tools)))
 
     async def _check(self, call: ToolCall, step: Step) -> CallRecord | None:
         tool = step.tool(call.name)

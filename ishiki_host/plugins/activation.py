@@ -5,7 +5,8 @@ the provider APIs its model needs. States:
 
 - ``ready``: valid, every required service loaded, claims free;
 - ``waiting``: valid but some required service is not installed or failed to load (``missing`` lists them);
-- ``invalid``: the profile has errors, or a service's ``requires`` is not in the profile;
+- ``invalid``: the profile has errors, a service's ``requires`` is not in the profile, or the tool names its
+  extensions declare clash (``ishiki_host.plugins.toolnames``);
 - ``skipped``: its claims overlap a profile loaded before it (directories in sorted order);
 - ``disabled``: ``enable: false``.
 
@@ -24,6 +25,7 @@ from ishiki_host.config.services import CHANNEL_GROUP, ENGINE_GROUPS, EXTENSION_
 from ishiki_host.config.validation import did_you_mean
 from ishiki_host.config.yamlio import Key, format_path
 from ishiki_host.errors import ConfigError, PluginNotFound, ProfileInvalid
+from ishiki_host.plugins.toolnames import static_tool_problems
 
 if TYPE_CHECKING:
     from ishiki_host.config.models import ModelsConfig
@@ -92,7 +94,7 @@ def _gate(load: ProfileLoad, registry: PluginRegistry, models: ModelsConfig, cla
     services = tuple(name for name, _ in needs)
     missing = tuple(name for name in services if registry.spec(name) is None)
     errors = [_missing_error(load, name, path, registry) for name, path in needs if name in missing]
-    unmet = _unmet_requires(load, needs, registry)
+    unmet = [*_unmet_requires(load, needs, registry), *static_tool_problems(load, registry)]
     state: State = "waiting" if missing else "ready"
     if unmet:
         state, errors = "invalid", [*unmet, *errors]

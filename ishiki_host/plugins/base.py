@@ -15,6 +15,9 @@ the import of its module:
 - ``default_enabled`` (extensions): on for every profile unless ``extends.<name>.enable: false``. Honoured only
   for services of the ``ishiki-host`` distribution, so installing a third-party package never changes every
   profile behind the operator's back.
+- ``tool_names`` (extensions): the names of every tool the extension may offer, when they are known without
+  running it; ``None`` (the default) when its tools depend on the runtime (MCP servers, say). ``ishiki check``
+  uses them to report clashes before any turn runs (``ishiki_host.plugins.toolnames``).
 
 The host instantiates the class once and calls ``create`` once per runtime. ``ModelAPI`` (group
 ``ishiki.provider``) lives in ``ishiki_host.gateway.api`` and is re-exported here.
@@ -97,6 +100,7 @@ class Extension(Plugin):
     """
 
     default_enabled: ClassVar[bool] = False
+    tool_names: ClassVar[tuple[str, ...] | None] = None
 
     @abstractmethod
     def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:

@@ -116,6 +116,7 @@ class PluginRegistry:
             and record.builtin
             and bool(getattr(cls, "default_enabled", False)),
             needs_base_url=record.group == PROVIDER_GROUP and bool(getattr(cls, "needs_base_url", False)),
+            tool_names=_tool_names(cls) if record.group == EXTENSION_GROUP else None,
         )
         self._specs[full_name] = spec
         return spec
@@ -245,3 +246,9 @@ def _one_line(exc: BaseException) -> str:
 
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _tool_names(cls: Any) -> tuple[str, ...] | None:
+    """An extension class's declared tool names (checked by ``validate`` when the class loaded)."""
+    names = getattr(cls, "tool_names", None)
+    return None if names is None else tuple(names)

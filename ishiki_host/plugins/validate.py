@@ -37,7 +37,7 @@ def check_plugin(group: str, obj: Any) -> Problem | None:
             f"{obj.__qualname__} declares plugin API {version!r}; this host speaks {PLUGIN_API_VERSION} "
             "(install a version of the plugin made for it)"
         )
-    return _schema_problem(obj) or _requires_problem(obj)
+    return _schema_problem(obj) or _requires_problem(obj) or _tool_names_problem(obj)
 
 
 def _kind(obj: Any) -> str:
@@ -69,4 +69,15 @@ def _requires_problem(cls: type) -> Problem | None:
                 "invalid",
                 f"{cls.__qualname__}.requires names '{name}', which is not <group>.<name> of an Ishiki group",
             )
+    return None
+
+
+def _tool_names_problem(cls: type) -> Problem | None:
+    names = getattr(cls, "tool_names", None)
+    if names is None:
+        return None
+    if not isinstance(names, tuple | list) or not all(isinstance(n, str) and n for n in names):
+        return "invalid", f"{cls.__qualname__}.tool_names must be None or a tuple of tool names"
+    if len(set(names)) != len(names):
+        return "invalid", f"{cls.__qualname__}.tool_names lists a name twice"
     return None

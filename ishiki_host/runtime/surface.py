@@ -2,9 +2,12 @@
 
 Each stage takes the tools so far and returns the new list (adding, hiding or wrapping tools). The default
 pipeline is ``extra`` (tools a test or host adds) → ``kernel`` (read, send_message, finish) → ``extensions``
-(each extension's ``ishiki_tools``, in ``extends`` order) → ``wait``. Codemode and toolsearch plug in as
-further stages (``surface.add("codemode", stage, after="wait")``): codemode moves tools into its program
-tool, toolsearch defers non-resident ones behind ``search``.
+(each extension's ``ishiki_tools``, in ``extends`` order) → ``wait``. When the profile turns them on, the
+*disclosure* stages come last (``DISCLOSURE_STAGES``): ``toolsearch`` defers non-resident tools behind
+``search``, then ``codemode`` moves tools into its program tool (``ishiki_host.runtime.disclosure``). They
+must see the final tool set, so a stage added without an anchor goes before them, and a stage that filters
+tools (plugin switches, trust) should never be anchored after them. ``assemble(..., disclose=False)`` skips
+them: every tool a turn could reach, as ``/tools`` lists them.
 
 Two tools with one name raise ``ToolConflictError`` naming where each came from; the agent fails the turn
 with it (and ``ishiki check`` reports static conflicts).
@@ -22,7 +25,10 @@ if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.core.turns import Turn
 
-__all__ = ["SurfaceContext", "SurfaceHost", "SurfaceStage", "ToolSurface", "default_surface"]
+__all__ = ["DISCLOSURE_STAGES", "SurfaceContext", "SurfaceHost", "SurfaceStage", "ToolSurface", "default_surface"]
+
+DISCLOSURE_STAGES = ("toolsearch", "codemode")
+"""Stages that decide how the final tool set is shown to the model; they stay at the end of the pipeline."""
 
 
 class SurfaceHost(Protocol):
@@ -72,12 +78,15 @@ class ToolSurface:
         return tuple(name for name, _ in self._stages)
 
     def add(self, name: str, stage: SurfaceStage, *, after: str | None = None, before: str | None = None) -> None:
-        """Insert ``stage`` after (or before) the named one; at the end when neither is given."""
+        """Insert ``stage`` after (or before) the named one; when neither is given, at the end but before the
+        disclosure stages (a disclosure stage itself goes at the very end)."""
         if name in self.names:
             raise ValueError(f"the surface already has a stage named {name!r}")
         anchor = after or before
         if anchor is None:
-            self._stages.append((name, stage))
+            disclosing = [i for i, n in enumerate(self.names) if n in DISCLOSURE_STAGES]
+            at = disclosing[0] if disclosing and name not in DISCLOSURE_STAGES else len(self._stages)
+            self._stages.insert(at, (name, stage))
             return
         if anchor not in self.names:
             raise ValueError(f"no surface stage named {anchor!r} (stages: {', '.join(self.names)})")
@@ -88,11 +97,19 @@ class ToolSurface:
         """Drop the named stage."""
         self._stages = [(n, s) for n, s in self._stages if n != name]
 
-    async def assemble(self, context: SurfaceContext) -> list[Tool]:
-        """Run every stage; ``ToolConflictError`` when two tools share a name."""
+    async def assemble(self, context: SurfaceContext, *, disclose: bool = True) -> list[Tool]:
+        """Run every stage (``disclose=False``: not the disclosure stages); ``ToolConflictError`` when two tools
+        share a name."""
         tools: list[Tool] = []
         origin: dict[int, str] = {}
+        checked = False
         for name, stage in self._stages:
+            if name in DISCLOSURE_STAGES:
+                if not disclose:
+                    continue
+                if not checked:  # tools the disclosure stages hide must be unique as well
+                    _check_unique(tools, origin, context.turn.number)
+                    checked = True
             known = {id(tool) for tool in tools}
             tools = list(await stage(tools, context))
             for tool in tools:

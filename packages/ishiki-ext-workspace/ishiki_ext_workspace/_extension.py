@@ -15,7 +15,7 @@ from ishiki_ext_workspace._config import CONFIG_SCHEMA, ROOT_MOUNT, Settings, se
 from ishiki_ext_workspace._paths import SCHEME
 from ishiki_ext_workspace._render import plural
 from ishiki_ext_workspace._scheme import WorkspaceScheme
-from ishiki_ext_workspace._tools import WorkspaceTools
+from ishiki_ext_workspace._tools import PARAMETERS, WorkspaceTools
 from ishiki_host import Extension, Tool, hookimpl
 
 __all__ = ["Workspace", "WorkspaceExtension", "render_instructions"]
@@ -64,7 +64,7 @@ class Workspace:
     def ishiki_attach(self, runtime: Any) -> Callable[[], None]:
         """Serve ``workspace://`` in the runtime's resource center until the runtime stops."""
         handler = WorkspaceScheme(self.settings)
-        deregister: Callable[[], None] = runtime.resources.register(SCHEME, handler, owner="workspace")
+        deregister: Callable[[], None] = runtime.resources.register(SCHEME, handler, owner="workspace", trust="trusted")
         return deregister
 
     @hookimpl
@@ -88,6 +88,7 @@ class WorkspaceExtension(Extension):
     """A confined file workspace: ``workspace://`` resources, file tools and an optional shell."""
 
     config_schema: ClassVar[Mapping[str, Any]] = CONFIG_SCHEMA
+    tool_names: ClassVar[tuple[str, ...] | None] = tuple(PARAMETERS)  # for ``ishiki check``; shell only when on
 
     def create(self, ctx: Any, config: Mapping[str, Any]) -> Workspace:
         """The workspace of one runtime; ``ProfileInvalid`` when a configured directory cannot be used."""

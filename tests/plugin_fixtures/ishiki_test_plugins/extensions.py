@@ -1,4 +1,4 @@
-"""Extensions: one with a config schema and hooks, one that asks to be on by default."""
+"""Extensions: one with a config schema and hooks, one that asks to be on by default, three that declare tool names."""
 
 from __future__ import annotations
 
@@ -40,6 +40,33 @@ class Sticky(Extension):
     """Asks to be on for every profile; a third-party distribution must not get that."""
 
     default_enabled: ClassVar[bool] = True
+
+    def create(self, ctx: Any, config: Mapping[str, Any]) -> object:
+        return object()
+
+
+class Notes(Extension):
+    """Declares the tools it offers, so ``ishiki check`` can compare them with other extensions'."""
+
+    tool_names: ClassVar[tuple[str, ...] | None] = ("note_add", "note_list")
+
+    def create(self, ctx: Any, config: Mapping[str, Any]) -> object:
+        return object()
+
+
+class Jotter(Extension):
+    """Declares a tool name ``Notes`` declares too."""
+
+    tool_names: ClassVar[tuple[str, ...] | None] = ("jot", "note_add")
+
+    def create(self, ctx: Any, config: Mapping[str, Any]) -> object:
+        return object()
+
+
+class Reader(Extension):
+    """Declares a tool named like a kernel tool."""
+
+    tool_names: ClassVar[tuple[str, ...] | None] = ("read",)
 
     def create(self, ctx: Any, config: Mapping[str, Any]) -> object:
         return object()

@@ -35,3 +35,12 @@ class BadSchema(Extension):
 
     def create(self, ctx: Any, config: Mapping[str, Any]) -> object:
         return object()
+
+
+class BadToolNames(Extension):
+    """Its ``tool_names`` is a string, not a tuple of names."""
+
+    tool_names = "read"  # type: ignore[assignment]
+
+    def create(self, ctx: Any, config: Mapping[str, Any]) -> object:
+        return object()
