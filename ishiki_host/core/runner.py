@@ -53,7 +53,7 @@ class Inbox:
 
     held: list[Delivery] = field(default_factory=list)
     deferred: list[Delivery] = field(default_factory=list)
-    write_lock: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
+    write_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
 @dataclass(eq=False)
