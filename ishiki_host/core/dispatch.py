@@ -129,7 +129,10 @@ class ToolDispatcher:
     def _validate(self, tool: Tool, arguments: Mapping[str, Any]) -> str | None:
         try:
             validator = self._validator(tool)
-            error = best_match(validator.iter_errors(dict(arguments)))
+            instance = dict(arguments)
+            if validator.is_valid(instance):
+                return None  # the common case: ranking the errors (best_match) costs more than checking
+            error = best_match(validator.iter_errors(instance))
         except SchemaError as exc:
             logger.error("tool %s has an invalid argument schema: %s", tool.name, exc.message)
             return f"the tool's own argument schema is invalid ({exc.message})"
