@@ -187,3 +187,28 @@ def test_registration_finds_inherited_static_and_instance_implementations_and_an
 
     with pytest.raises(PluginLoadFailed, match="tools"):
         make_plugin_manager().register(Typo())
+
+
+def test_each_instance_of_a_class_registers_its_own_implementations() -> None:
+    class Ext:
+        def __init__(self, label: str):
+            self.label = label
+
+        @hookimpl
+        def ishiki_status(self) -> list[str]:
+            return [self.label]
+
+        @hookimpl
+        def ishiki_instructions(self) -> str:
+            return self.label
+
+    first, second, shadowed = Ext("first"), Ext("second"), Ext("shadowed")
+    shadowed.ishiki_instructions = lambda: "not a hook"  # type: ignore[method-assign]
+    manager = make_plugin_manager()
+    for instance in (first, second, shadowed):
+        manager.register(instance)
+    statuses = manager.hook.ishiki_status.get_hookimpls()
+    assert sorted(impl.function() for impl in statuses) == [["first"], ["second"], ["shadowed"]]
+    instructions = manager.hook.ishiki_instructions.get_hookimpls()
+    assert sorted(impl.function() for impl in instructions) == ["first", "second"]
+    assert all(impl.opts["tryfirst"] is False for impl in statuses)  # pluggy filled in a copy of its own

@@ -14,7 +14,7 @@ import functools
 import inspect
 import types
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pluggy
 
@@ -37,6 +37,28 @@ def _marked_names(namespace: Any, marker: str) -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.lru_cache(maxsize=512)
+def _slot_names(klass: Any) -> frozenset[str]:
+    """Names of a class (and its bases) that are slots: their values belong to each instance."""
+    return frozenset(
+        name
+        for base in klass.__mro__
+        for name, value in vars(base).items()
+        if isinstance(value, types.MemberDescriptorType)
+    )
+
+
+def _carries(value: object, marker: str) -> bool:
+    """Whether ``value`` (or the function it wraps) carries ``marker``."""
+    inner = getattr(value, "__func__", value)
+    return getattr(value, marker, None) is not None or getattr(inner, marker, None) is not None
+
+
+_CLASS_OPTS: dict[tuple[type, str, str], pluggy.HookimplOpts | None] = {}
+"""pluggy's options of each (class, name, marker) parsed so far (emptied when it reaches ``_CLASS_OPTS_LIMIT``)."""
+_CLASS_OPTS_LIMIT = 4096
+
+
 class IshikiPluginManager(pluggy.PluginManager):
     """A pluggy ``PluginManager`` whose ``register`` validates the plugin at once.
 
@@ -54,15 +76,29 @@ class IshikiPluginManager(pluggy.PluginManager):
         self._impl_marker = project_name + "_impl"
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
-        """pluggy's own parse, for the names that may be hook implementations (see the class docstring)."""
-        kind: object = type(plugin)
-        if (
-            name in _marked_names(kind, self._impl_marker)
-            or name in getattr(plugin, "__dict__", ())
-            or isinstance(plugin, type | types.ModuleType)
-        ):
+        """pluggy's own parse, for the names that may be hook implementations (see the class docstring).
+
+        An attribute of the instance itself is parsed only when it carries the marker; a marked function of
+        the class is parsed once per class (its options do not depend on the instance) and handed out as a
+        copy, because pluggy fills in the options it is given.
+        """
+        if isinstance(plugin, type | types.ModuleType):
             return super().parse_hookimpl_opts(plugin, name)
-        return None
+        own = getattr(plugin, "__dict__", None)
+        if isinstance(own, dict) and name in own:
+            return super().parse_hookimpl_opts(plugin, name) if _carries(own[name], self._impl_marker) else None
+        kind: Any = type(plugin)
+        if name not in _marked_names(kind, self._impl_marker):
+            return None
+        if name in _slot_names(kind):
+            return super().parse_hookimpl_opts(plugin, name)  # a slot's value belongs to the instance
+        key = (kind, name, self._impl_marker)
+        if key not in _CLASS_OPTS:
+            if len(_CLASS_OPTS) >= _CLASS_OPTS_LIMIT:
+                _CLASS_OPTS.clear()  # classes made on the fly (tests) must not pile up
+            _CLASS_OPTS[key] = super().parse_hookimpl_opts(plugin, name)
+        opts = _CLASS_OPTS[key]
+        return None if opts is None else cast("pluggy.HookimplOpts", dict(opts))
 
     def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
         """pluggy's own parse, for the marked names only (a manager is made per runtime)."""

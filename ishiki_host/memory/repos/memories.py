@@ -26,6 +26,7 @@ from ishiki_host.memory.repos.memory_types import (
     MemoryHit,
     MemoryType,
 )
+from ishiki_host.memory.repos.remembered import Remembered
 from ishiki_host.memory.text import clean_text, index_text, query_terms
 
 if TYPE_CHECKING:
@@ -97,8 +98,7 @@ class MemoriesRepo:
     def __init__(self, db: Database, clock: Clock):
         self._db = db
         self._clock = clock
-        self._any: dict[str, bool] = {}
-        self._writes = 0  # a read that raced a write does not remember what it saw
+        self._any: Remembered[str, bool] = Remembered()
 
     async def add(
         self,
@@ -134,21 +134,18 @@ class MemoriesRepo:
         return ids
 
     def _written(self, profile: str | None) -> None:
-        self._writes += 1
         if profile is None:
-            self._any.clear()
+            self._any.forget()
         else:
-            self._any[profile] = True
+            self._any.learn(profile, True)
 
     async def has_any(self, profile: str) -> bool:
         """Whether the profile has any memory at all (remembered; see the class docstring)."""
-        known = self._any.get(profile)
-        if known is None:
-            writes = self._writes
-            known = await self.count(profile) > 0
-            if writes == self._writes:
-                self._any[profile] = known
-        return known
+
+        async def read() -> bool:
+            return await self.count(profile) > 0
+
+        return await self._any.get(profile, read)
 
     async def get(self, memory_id: int) -> Memory | None:
         """The memory with that id, if it exists (no trust filter: for the code that wrote it)."""

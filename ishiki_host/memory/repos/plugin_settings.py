@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, get_args
 
 from ishiki_host.errors import StoreError
+from ishiki_host.memory.repos.remembered import Remembered
 
 if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
@@ -68,7 +69,7 @@ class PluginSettingsRepo:
     def __init__(self, db: Database, clock: Clock):
         self._db = db
         self._clock = clock
-        self._effective: dict[tuple[str, str | None], dict[str, bool]] = {}
+        self._effective: Remembered[tuple[str, str | None], dict[str, bool]] = Remembered()
 
     async def set(self, kind: PluginKind, name: str, enabled: bool, *, profile: str | None = None) -> PluginSetting:
         """Turn a plugin on or off, for one profile or (``profile=None``) for all."""
@@ -89,7 +90,7 @@ class PluginSettingsRepo:
             return PluginSetting.from_row(row)
 
         written = await self._db.write(run)
-        self._effective.clear()  # after the write: a read queued before it may have remembered the old state
+        self._effective.forget()  # after the write: a read queued before it may have remembered the old state
         return written
 
     async def unset(self, kind: PluginKind, name: str, *, profile: str | None = None) -> bool:
@@ -103,7 +104,7 @@ class PluginSettingsRepo:
                 > 0
             )
         )
-        self._effective.clear()
+        self._effective.forget()
         return removed
 
     async def is_enabled(self, kind: PluginKind, name: str, *, profile: str | None, default: bool = True) -> bool:
@@ -114,11 +115,11 @@ class PluginSettingsRepo:
     async def effective(self, kind: PluginKind, *, profile: str | None) -> dict[str, bool]:
         """Effective state of every plugin of ``kind`` that has a setting (one query, for per-turn use)."""
         _check(kind, "*", profile)
-        known = self._effective.get((kind, profile))
-        if known is None:
-            known = await self._db.read(lambda conn: _effective(conn, profile, kind))
-            self._effective[(kind, profile)] = known
-        return dict(known)
+
+        async def read() -> dict[str, bool]:
+            return await self._db.read(lambda conn: _effective(conn, profile, kind))
+
+        return dict(await self._effective.get((kind, profile), read))
 
     async def all(self, *, profile: str | None = None, kind: PluginKind | None = None) -> list[PluginSetting]:
         """The stored rows (the global ones, plus the profile's when given), filtered by ``kind``."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ishiki_host.errors import StoreError
+from ishiki_host.memory.repos.remembered import Remembered
 
 if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
@@ -99,12 +100,10 @@ class LearnedSkillsRepo:
     def __init__(self, db: Database, clock: Clock):
         self._db = db
         self._clock = clock
-        self._all: tuple[LearnedSkill, ...] | None = None  # every turn lists the skills: remembered
-        self._writes = 0
+        self._all: Remembered[None, tuple[LearnedSkill, ...]] = Remembered()  # every turn lists the skills
 
     def _written(self) -> None:
-        self._writes += 1
-        self._all = None
+        self._all.forget()
 
     async def sync(self, files: Sequence[SkillFile]) -> SkillSyncReport:
         """Make the table equal to ``files`` (the whole current set) in one transaction."""
@@ -121,13 +120,11 @@ class LearnedSkillsRepo:
 
     async def all(self) -> list[LearnedSkill]:
         """Every skill, by name (remembered until the next write through this repository)."""
-        known = self._all
-        if known is None:
-            writes = self._writes
-            known = tuple(await self._db.read(_all))
-            if writes == self._writes:
-                self._all = known
-        return list(known)
+
+        async def read() -> tuple[LearnedSkill, ...]:
+            return tuple(await self._db.read(_all))
+
+        return list(await self._all.get(None, read))
 
     async def get(self, name: str) -> LearnedSkill | None:
         """One skill by name."""
