@@ -50,24 +50,32 @@ class EventBus:
     def __init__(self, *, handler_timeout: float | None = 60.0):
         self.handler_timeout = handler_timeout
         self._subscriptions: list[tuple[str, Handler]] = []
+        self._routes: dict[str, tuple[Handler, ...]] = {}  # handlers per name; remade after a (un)subscribe
 
     def subscribe(self, name: str, handler: Handler) -> Callable[[], None]:
         """Call ``handler`` for events named ``name`` (``"*"``: every event). Returns the unsubscribe function."""
         subscription = (name, handler)
         self._subscriptions.append(subscription)
+        self._routes.clear()
 
         def unsubscribe() -> None:
             if subscription in self._subscriptions:
                 self._subscriptions.remove(subscription)
+                self._routes.clear()
 
         return unsubscribe
 
     async def emit(self, name: str, **data: Any) -> None:
         """Call every handler subscribed to ``name`` or ``"*"``, one after the other."""
+        handlers = self._routes.get(name)
+        if handlers is None:
+            handlers = tuple(handler for wanted, handler in self._subscriptions if wanted in (name, "*"))
+            self._routes[name] = handlers
+        if not handlers:
+            return  # most events of a turn have no observer
         event = BusEvent(name, data)
-        for wanted, handler in list(self._subscriptions):
-            if wanted in (name, "*"):
-                await self._call(handler, event)
+        for handler in handlers:  # those subscribed when the emit began
+            await self._call(handler, event)
 
     async def _call(self, handler: Handler, event: BusEvent) -> None:
         try:
