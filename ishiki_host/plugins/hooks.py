@@ -57,6 +57,8 @@ def _carries(value: object, marker: str) -> bool:
 _CLASS_OPTS: dict[tuple[type, str, str], pluggy.HookimplOpts | None] = {}
 """pluggy's options of each (class, name, marker) parsed so far (emptied when it reaches ``_CLASS_OPTS_LIMIT``)."""
 _CLASS_OPTS_LIMIT = 4096
+_SPEC_OPTS: dict[tuple[Any, str, str], pluggy.HookspecOpts | None] = {}
+"""pluggy's options of each hook spec parsed so far (same bound)."""
 
 
 class IshikiPluginManager(pluggy.PluginManager):
@@ -101,10 +103,18 @@ class IshikiPluginManager(pluggy.PluginManager):
         return None if opts is None else cast("pluggy.HookimplOpts", dict(opts))
 
     def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
-        """pluggy's own parse, for the marked names only (a manager is made per runtime)."""
-        if name not in _marked_names(module_or_class, self.project_name + "_spec"):
+        """pluggy's own parse, for the marked names only, once per (module or class, name): a manager is made
+        per runtime, and the specs do not change."""
+        marker = self.project_name + "_spec"
+        if name not in _marked_names(module_or_class, marker):
             return None
-        return super().parse_hookspec_opts(module_or_class, name)
+        key = (module_or_class, name, marker)
+        if key not in _SPEC_OPTS:
+            if len(_SPEC_OPTS) >= _CLASS_OPTS_LIMIT:
+                _SPEC_OPTS.clear()
+            _SPEC_OPTS[key] = super().parse_hookspec_opts(module_or_class, name)
+        opts = _SPEC_OPTS[key]
+        return None if opts is None else cast("pluggy.HookspecOpts", dict(opts))
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         """Register ``plugin`` (an instance) and check every hook implementation it brings."""
