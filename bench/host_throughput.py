@@ -9,12 +9,17 @@ the runtimes alive. As a second baseline measured in the same run, the same numb
 once straight through the host's gateway (the ceiling this machine allows the host: HTTP client and server
 included). The fake model server runs in its own process; logs go to /dev/shm when it exists.
 
+Wall-clock rates swing with whatever else the machine runs, so the CPU the host's event-loop thread spends per
+turn (runtimes alive) is reported too, against its CPU per model call straight through the gateway, with the
+part of it spent in the garbage collector (``gc.callbacks``): where a turn's time goes beyond the model call.
+
     .venv/bin/python bench/host_throughput.py [--quick] [--channels N] [--runs N] [--dir PATH] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import tempfile
 import time
@@ -33,19 +38,45 @@ LATENCY = 0.05
 CONCURRENCY = 64
 
 
-async def gateway_rate(th: TestHost, calls: int) -> float:
-    """Calls per second that ``calls`` simultaneous model calls straight through the gateway reach."""
+class Meter:
+    """Event-loop thread CPU and collector time over a block (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.cpu = self.gc = 0.0
+        self._gc_start = 0.0
+
+    def _collecting(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            self.gc += time.perf_counter() - self._gc_start
+
+    def __enter__(self) -> Meter:
+        self.cpu, self.gc = time.thread_time(), 0.0
+        gc.callbacks.append(self._collecting)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        gc.callbacks.remove(self._collecting)
+        self.cpu = time.thread_time() - self.cpu
+
+
+async def gateway_rate(th: TestHost, calls: int) -> tuple[float, float]:
+    """Calls per second that ``calls`` simultaneous model calls straight through the gateway reach, and the
+    event-loop thread's CPU seconds per call."""
     model = th.host.gateways.gateway.model("default")
     request = ModelRequest((Message.system("You are a benchmark."), Message.user("hello")))
     start = time.perf_counter()
-    async with anyio.create_task_group() as tg:
-        for _ in range(calls):
-            tg.start_soon(model.generate, request)
-    return calls / (time.perf_counter() - start)
+    with Meter() as meter:
+        async with anyio.create_task_group() as tg:
+            for _ in range(calls):
+                tg.start_soon(model.generate, request)
+    return calls / (time.perf_counter() - start), meter.cpu / calls
 
 
-async def one_run(base_url: str, channels: int, base: Path, run: int) -> tuple[float, float, float]:
-    """Turns per second with new runtimes, with live ones, and the gateway's own call rate."""
+async def one_run(base_url: str, channels: int, base: Path, run: int) -> tuple[float, ...]:
+    """Turns per second with new runtimes, with live ones, the gateway's own call rate; CPU seconds per turn
+    (runtimes alive), of which in the collector, and per gateway call."""
     root = write_config(
         base / f"run{run}",
         profiles={"ana": profile_yaml()},
@@ -53,7 +84,7 @@ async def one_run(base_url: str, channels: int, base: Path, run: int) -> tuple[f
         host=host_yaml(),
     )
     async with TestHost(root, clock=SystemClock()) as th:
-        baseline = await gateway_rate(th, channels)
+        baseline, call_cpu = await gateway_rate(th, channels)
         bot = th.channel()
 
         async def wave() -> float:
@@ -69,10 +100,11 @@ async def one_run(base_url: str, channels: int, base: Path, run: int) -> tuple[f
 
         elapsed = await wave()  # every message spawns its runtime
         answered = len({m.channel_id for m in bot.sent})
-        warm = await wave()  # the same channels again: the runtimes are there
+        with Meter() as meter:
+            warm = await wave()  # the same channels again: the runtimes are there
     if answered != channels:
         raise SystemExit(f"only {answered} of {channels} channels got an answer")
-    return channels / elapsed, channels / warm, baseline
+    return channels / elapsed, channels / warm, baseline, meter.cpu / channels, meter.gc / channels, call_cpu
 
 
 async def measure(bench: Bench) -> None:
@@ -83,7 +115,7 @@ async def measure(bench: Bench) -> None:
     bench.note(f"{runs} runs of {channels} channels; model latency {LATENCY * 1e3:.0f} ms, concurrency {CONCURRENCY}")
     with fake_model_process(LATENCY) as base_url, tempfile.TemporaryDirectory(dir=bench.args.dir) as base:
         results = [await one_run(base_url, channels, Path(base), run) for run in range(runs)]
-    cold, warm, gateway = ([r[i] for r in results] for i in range(3))
+    cold, warm, gateway, turn_cpu, turn_gc, call_cpu = ([r[i] for r in results] for i in range(6))
     ideals = [ideal] * runs
     name = f"ideal {CONCURRENCY} / {LATENCY} s"
     bench.add("turns, new runtime per channel", "turns/s", cold, baseline=name, baseline_samples=ideals,
@@ -92,6 +124,10 @@ async def measure(bench: Bench) -> None:
               paired=True, direction="higher", target=">= 0.8")  # fmt: skip
     bench.add("model calls straight through the gateway", "calls/s", gateway, baseline=name,
               baseline_samples=ideals, paired=True, direction="higher")  # fmt: skip
+    bench.add("event-loop CPU per turn, runtimes alive", "s", turn_cpu, baseline="CPU per call through the gateway",
+              baseline_samples=call_cpu, paired=True)  # fmt: skip
+    bench.add("garbage collection per turn, runtimes alive", "s", turn_gc, baseline="CPU per turn",
+              baseline_samples=turn_cpu, paired=True)  # fmt: skip
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
