@@ -32,6 +32,8 @@ EntryType = str
 """``message``, ``event``, ``usage``, ``session``, ``compact``, ``catalog``, ``narrative``, ``custom``, or a plugin's
 own."""
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # one, not one per line
+
 
 @dataclass(frozen=True, slots=True)
 class Entry:
@@ -49,7 +51,7 @@ class Entry:
         if self.turn is not None:
             out["turn"] = self.turn
         out["data"] = self.data
-        return json.dumps(out, ensure_ascii=False, separators=(",", ":"), default=str)
+        return _ENCODER.encode(out)
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Entry:
