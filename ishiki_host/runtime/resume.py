@@ -133,7 +133,9 @@ async def resume_routes(routes: Sequence[ProfileRoute], data_dir: Path) -> None:
     """Spawn every runtime of ``routes`` whose log needs attention (the host starts them so they decide now)."""
     for route in routes:
         pid = route.profile.id
-        keys = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))
+        found = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))
+        # Input that came in meanwhile spawned (and so recovered) some of them; their logs are live, not unclean.
+        keys = [key for key in found if key not in route.runtimes]
         for key in keys:
             if key.mode != route.profile.mode:
                 logger.warning("runtime %s was left unfinished; profile %s now runs in another mode", key, pid)
