@@ -65,7 +65,10 @@ class FactLogs:
             if raw and not raw.endswith(b"\n"):
                 logs.bad.append(f"{path}: the last line has no newline (torn)")
             parsed = []
-            for number, line in enumerate(raw.splitlines(), 1):
+            lines = raw.split(b"\n")  # not splitlines(): a JSON string may hold U+0085 or U+2028 as is
+            if lines[-1] == b"":
+                lines.pop()
+            for number, line in enumerate(lines, 1):
                 try:
                     entry = json.loads(line)
                 except ValueError:

@@ -8,8 +8,9 @@ wave takes 5,000 / 1,280 = 3.9 s at best. Reported per run: turns per second fro
 last reply (against the ideal), the p99 of each chat's time from dispatch to its reply (against the ideal
 p99: the time the 99th percentile call would end if the 128 slots never idled), the RSS with every runtime
 alive and at its peak, and after the load stopped and every runtime was evicted (against the RSS before the
-load), and the number of asyncio tasks then (against the number before the load: a task left behind is a
-leak). The fake model server runs in its own process; fact logs go to /dev/shm when it exists.
+load; the allocator keeps most of it, see host_memory.py for the level it settles at), the number of asyncio
+tasks then (against the number before the load: a task left behind is a leak) and of runtime objects still
+alive (none may be). The fake model server runs in its own process; fact logs go to /dev/shm when it exists.
 
     .venv/bin/python bench/host_load.py [--quick] [--conversations N] [--runs N] [--dir PATH] [--json PATH]
 """
@@ -36,6 +37,7 @@ from _report import Bench, run
 
 from ishiki_host.channels.base import SendResult
 from ishiki_host.core.clock import SystemClock
+from ishiki_host.runtime.runtime import AgentRuntime
 from ishiki_host.testing.channels import FakeChannel, FakeConnection
 from ishiki_host.testing.host import TestHost, host_yaml, profile_yaml, write_config
 
@@ -90,6 +92,7 @@ class Result:
     rss_after: float
     tasks_before: int
     tasks_after: int
+    runtimes_after: int
 
 
 async def one_run(base_url: str, conversations: int, base: Path, index: int) -> Result:
@@ -132,9 +135,10 @@ async def one_run(base_url: str, conversations: int, base: Path, index: int) -> 
                 await runtime.stop()
             while route.closing:  # the route's stop tasks end right after their runtime closed
                 await anyio.lowlevel.checkpoint()
-        del alive
+        del alive, runtime
         rss_after, tasks_after = status_mib("VmRSS"), tasks()
-    return Result(rate, p99, rss_alive, rss_peak, rss_before, rss_after, tasks_before, tasks_after)
+        runtimes_after = sum(1 for o in gc.get_objects() if isinstance(o, AgentRuntime))
+    return Result(rate, p99, rss_alive, rss_peak, rss_before, rss_after, tasks_before, tasks_after, runtimes_after)
 
 
 async def measure(bench: Bench) -> None:
@@ -168,6 +172,8 @@ async def measure(bench: Bench) -> None:
     bench.add("asyncio tasks once every runtime was evicted", "tasks", [r.tasks_after for r in results],
               baseline="asyncio tasks before the load", baseline_samples=[r.tasks_before for r in results],
               paired=True, target="<= 1")  # fmt: skip
+    bench.add("runtime objects alive once every runtime was evicted", "runtimes", [r.runtimes_after for r in results],
+              target="<= 0")  # fmt: skip
     bench.note(f"median rate {statistics.median(r.rate for r in results):,.0f} turns/s of an ideal {ideal_rate:,.0f}")
 
 

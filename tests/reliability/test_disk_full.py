@@ -31,7 +31,7 @@ def entries(root: Path) -> list[dict[str, Any]]:
     """Every entry of every fact log under ``root``."""
     found = []
     for path in sorted((root / "data" / "runtimes").rglob("facts.jsonl")):
-        found += [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+        found += [json.loads(line) for line in path.read_bytes().split(b"\n") if line]
     return found
 
 

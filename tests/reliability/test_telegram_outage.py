@@ -30,7 +30,7 @@ def recorded(root: Path) -> Counter[str]:
     """How many times each inbound text is in the fact logs."""
     texts: Counter[str] = Counter()
     for path in (root / "data" / "runtimes").rglob("facts.jsonl"):
-        for line in path.read_text("utf-8").splitlines():
+        for line in filter(None, path.read_bytes().split(b"\n")):
             source = json.loads(line)["data"].get("source")
             if source:
                 texts[source["content"]] += 1
