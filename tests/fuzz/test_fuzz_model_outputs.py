@@ -79,7 +79,7 @@ def check(host_run: Any, profile: str, answers: list[Reply]) -> None:
     assert unexpected == []
 
 
-FUZZ = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FUZZ
