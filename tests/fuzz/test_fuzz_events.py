@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 import anyio
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from ishiki_host import errors
@@ -77,8 +77,14 @@ raw = st.fixed_dictionaries(
 )
 
 
+STRING_EXTRA = {"kind": "message.created", "platform": "fake", "selfId": "bot", "channelId": "private:1",
+                "messageId": "1", "timestamp": 1.0, "user": {"id": "1"}, "extra": "0"}  # fmt: skip
+"""Found by this test: ``dict("0")`` raised ValueError out of ``from_dict`` instead of ``EventInvalid``."""
+
+
 @settings(max_examples=300)
 @given(raw)
+@example(STRING_EXTRA)
 def test_a_stored_event_reads_back_or_is_refused(data: dict[str, Any]) -> None:
     try:
         event = IshikiEvent.from_dict(data)
