@@ -8,7 +8,8 @@ died before deciding on (``ishiki_host.runtime.resume``). Any failure before ``r
 and raises ``RuntimeStartFailed``.
 
 Stop, always (a requested stop, eviction, reload, host exit, or cancellation): refuse input, clear the
-waiter, let turns finish for the grace (then abort them: the log marks them to be resumed), wait for
+waiter, let deliveries in progress be decided on and turns finish for the grace (then abort them: the log
+marks them to be resumed; queued turns the stop drops leave the marker out), wait for
 background work within the grace, call every extension's ``ishiki_stop`` and dispose (reverse order),
 dispose the wakeup engine, write pending usage entries, append the clean-stop marker (``runtime.stop``) and
 close the log. A turn that could not write the log (``log_failed``: a full disk) stops the runtime at once and
@@ -80,6 +81,7 @@ class Lifecycle:
         self._shut = False
         self._began = False
         self._log_failed = False
+        self._owes = False
         self._delivering = 0
         self._background = 0
         self._started = self._ended = 0
@@ -367,7 +369,12 @@ class Lifecycle:
         if agent is None or agent.state not in ("ready", "starting"):
             return
         with anyio.move_on_after(self._grace):
+            while self._delivering:  # an event made durable is decided on before the agent stops
+                await self._changed.wait()
             await self.settled()
+        # Still delivering, or turns queued that the stop drops: the log owes them a decision, so no clean-stop
+        # marker (the next start decides on them; a running turn is marked to be resumed by the agent itself).
+        self._owes = bool(self._delivering or agent.queued)
         with anyio.move_on_after(self._rt.host.shutdown_grace + 5):
             await agent.stop(self._reason)
 
@@ -391,7 +398,7 @@ class Lifecycle:
                 await self._usage_done.wait()
         if self.log is not None:
             try:
-                if self._began and not self._log_failed:  # the clean-stop marker: all before it was decided on
+                if self._began and not (self._log_failed or self._owes):  # the marker: all before it was decided
                     await self.log.append("event", {"name": STOP_EVENT, "reason": self._reason})
             except Exception:
                 rt.logger.exception("could not mark the clean stop of %s in its fact log", rt.key)
