@@ -48,6 +48,7 @@ class _InstantHost:
 
     def __init__(self, state_dir: Path, expected: int):
         self.clock = SystemClock()
+        self.rng = random.Random(0)
         self.state_dir = state_dir
         self.fetchers = AssetFetchers()
         self.logger = logging.getLogger("bench.telegram")
@@ -76,7 +77,7 @@ async def _through_connection(updates: int, chats: int) -> float:
         with tempfile.TemporaryDirectory() as state:
             host = _InstantHost(Path(state), updates)
             account = TelegramAccount.from_config({"token": server.token, "api_base": server.url, "poll_timeout": 0})
-            connection = TelegramConnection(host, account, rng=random.Random(0))
+            connection = TelegramConnection(host, account, rng=host.rng)
             async with running(connection):
                 start = time.perf_counter()
                 await server.until(lambda: server.count("getUpdates") > 0, deadline=60)

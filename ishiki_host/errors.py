@@ -25,7 +25,9 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         ├── ToolError                   a tool failed; becomes an error result, the turn continues
         │   ├── ToolConflictError       two tools of one turn share a name
         │   └── ToolNotAllowed          the turn's trust level is below the tool's
-        ├── ChannelError                a channel failed to start, send or receive
+        ├── ChannelError                a channel failed to start, send or receive (``fatal``: no restart)
+        │   ├── ChannelNotReady         a connection did not report readiness in time (restarted)
+        │   ├── ChannelUnavailable      the platform cannot be reached right now (restarted with back-off)
         │   └── EventInvalid            a shaped inbound event breaks its contract (also a ValueError)
         ├── FactLogError                the fact log cannot be opened or written
         │   └── FactLogLocked           another process holds the log
@@ -35,6 +37,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         ├── RuntimeStartFailed          a runtime could not start (an engine, extension or its log failed)
         ├── ResourceError               a resource URL cannot be read (``code``)
         ├── StoreError                  the memory database cannot be opened or used
+        ├── BeatRunFailed               a beat's turn failed, or nothing could run it (recorded, not raised on)
         ├── SandboxError                a codemode program failed, or hit a limit
         └── EngineError                 an engine could not do its part (logged; the engine falls back)
             ├── EngineStateInvalid      an engine's persisted state is malformed
@@ -48,7 +51,10 @@ from typing import Any, Literal
 __all__ = [
     "AgentBusy",
     "AgentStopped",
+    "BeatRunFailed",
     "ChannelError",
+    "ChannelNotReady",
+    "ChannelUnavailable",
     "CommandError",
     "ConfigDirError",
     "ConfigError",
@@ -235,7 +241,27 @@ class ToolNotAllowed(ToolError):
 
 
 class ChannelError(RunError):
-    """A channel failed to start, receive or send."""
+    """A channel failed to start, receive or send.
+
+    ``fatal`` tells the host's channel supervisor what to do when a connection's ``run`` raises it: ``True``
+    (the default) means restarting cannot help (a refused token): the channel is reported once and stopped,
+    the rest of the host keeps serving. A subclass for a passing trouble (the platform cannot be reached) sets
+    ``fatal = False``, and the supervisor restarts the connection with back-off.
+    """
+
+    fatal: bool = True
+
+
+class ChannelUnavailable(ChannelError):
+    """The platform cannot be reached or answered a server error: passing, so the host restarts with back-off."""
+
+    fatal = False
+
+
+class ChannelNotReady(ChannelError):
+    """A channel connection did not report readiness in time; the host restarts it with back-off."""
+
+    fatal = False
 
 
 class EventInvalid(ChannelError, ValueError):
@@ -282,6 +308,13 @@ class ResourceError(RunError):
 
 class StoreError(RunError):
     """The memory database cannot be opened, migrated or used."""
+
+
+class BeatRunFailed(RunError):
+    """A beat's run failed: its turn failed, was aborted or dropped, or no runtime or model could run it.
+
+    The heartbeat scheduler records it as the run's outcome; the beat runs again at its next slot.
+    """
 
 
 class SandboxError(RunError):

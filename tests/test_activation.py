@@ -70,7 +70,7 @@ def test_each_state(gate: Callable[..., ConfigDir]) -> None:
     assert "overlap profile 'a-ready' on console:local" in skipped.errors[0].message
 
 
-def test_all_ready_is_ok(gate: Callable[..., ConfigDir]) -> None:
+def test_all_ready_is_ok(gate: Callable[..., ConfigDir], plugin_registry: PluginRegistry) -> None:
     config = gate({"one": CONSOLE, "two": "model: echo:small\nchannels:\n  testchat:bot: ['*']\n"})
     assert states(config) == {"one": "ready", "two": "ready"}
     assert config.ok
@@ -80,6 +80,7 @@ def test_all_ready_is_ok(gate: Callable[..., ConfigDir]) -> None:
         "ishiki.engine.context.standard",
         "ishiki.engine.wakeup.standard",
         "ishiki.engine.toolcall.native",
+        *(f"ishiki.ext.{name}" for name in plugin_registry.default_extensions()),
         "ishiki.channel.testchat",
         "ishiki.provider.echo",
     )

@@ -150,3 +150,40 @@ async def test_await_results_keeps_plain_values() -> None:
         return 2
 
     assert await await_results([1, later(), None]) == [1, 2, None]
+
+
+def test_registration_finds_inherited_static_and_instance_implementations_and_any_typo() -> None:
+    class Base:
+        @hookimpl
+        def ishiki_status(self) -> list[str]:
+            return ["base"]
+
+    class Child(Base):
+        @staticmethod
+        @hookimpl
+        def ishiki_instructions() -> str:
+            return "static"
+
+        @property
+        def ishiki_tools(self) -> list[object]:  # a property is never a hook (and is not run to find out)
+            raise AssertionError("evaluated")
+
+    child = Child()
+
+    @hookimpl
+    def stop(runtime: object) -> None:
+        return None
+
+    child.ishiki_stop = stop  # type: ignore[attr-defined]
+    manager = make_plugin_manager()
+    manager.register(child)
+    hooks = {name for name in hook_names() if getattr(manager.hook, name).get_hookimpls()}
+    assert hooks == {"ishiki_status", "ishiki_instructions", "ishiki_stop"}
+
+    class Typo:
+        @hookimpl
+        def tools(self) -> list[object]:  # no prefix at all: still a marked function naming no hook
+            return []
+
+    with pytest.raises(PluginLoadFailed, match="tools"):
+        make_plugin_manager().register(Typo())

@@ -49,7 +49,7 @@ def messages(result: ProfileLoad) -> list[tuple[int | None, str, str]]:
     return [(e.line, e.path, e.message) for e in result.errors]
 
 
-def test_minimal_profile_gets_every_default(load: Callable[..., ProfileLoad]) -> None:
+def test_minimal_profile_gets_every_default(load: Callable[..., ProfileLoad], plugin_registry: PluginRegistry) -> None:
     result = load("model: default\n")
     assert result.errors == ()
     profile = result.profile
@@ -79,13 +79,17 @@ def test_minimal_profile_gets_every_default(load: Callable[..., ProfileLoad]) ->
         model="default",
         context=profile.context,
         wakeup=profile.wakeup,
+        extends=profile.extends,
         document=profile.document,
     )
     assert profile == by_hand
+    # the built-in extensions that are on by default (heartbeat...), with their schema defaults
+    assert [e.name for e in profile.extends] == list(plugin_registry.default_extensions())
+    assert "heartbeat" in plugin_registry.default_extensions()
     assert profile.document["session"] == {"summarizer": "auto", "compact_threshold": 0.9}
 
 
-def test_every_section(load: Callable[..., ProfileLoad]) -> None:
+def test_every_section(load: Callable[..., ProfileLoad], plugin_registry: PluginRegistry) -> None:
     text = """\
 model: echo:small
 mode: cross
@@ -111,7 +115,9 @@ max_steps: 3
     assert profile.mode == "cross"
     assert profile.claims.matches("testchat:bot", "group:1")
     assert not profile.claims.matches("testchat:bot", "group:13")
-    assert [(e.name, e.config) for e in profile.extends] == [("greeter", {"greeting": "hi", "times": 2})]
+    defaults = set(plugin_registry.default_extensions())
+    named = [(e.name, e.config) for e in profile.extends if e.name not in defaults]
+    assert named == [("greeter", {"greeting": "hi", "times": 2})]
     assert profile.context == EngineChoice("context", "testctx", {"window": 3})
     assert profile.failover == FailoverConfig(2, 100, "any")
     assert profile.codemode == CodemodeConfig(timeout_ms=500, direct=("send_message",))
@@ -178,11 +184,44 @@ wakeup:
     ]
 
 
-def test_disabled_extension_is_dropped_before_anything_else(load: Callable[..., ProfileLoad]) -> None:
+def test_disabled_extension_is_dropped_before_anything_else(
+    load: Callable[..., ProfileLoad], plugin_registry: PluginRegistry
+) -> None:
     result = load("model: default\nextends:\n  notinstalled: {enable: false, config: [1, 2]}\n  sticky:\n")
     assert result.errors == ()
     assert result.profile is not None
-    assert [e.name for e in result.profile.extends] == ["sticky"]
+    defaults = set(plugin_registry.default_extensions())
+    assert [e.name for e in result.profile.extends if e.name not in defaults] == ["sticky"]
+
+
+def test_the_built_in_extensions_are_turned_off_and_configured_like_any_other(
+    load: Callable[..., ProfileLoad],
+) -> None:
+    off = load("model: default\nextends:\n  memory: {enable: false}\n  skills: {enable: false}\n")
+    assert off.errors == ()
+    assert off.profile is not None
+    assert "memory" not in {e.name for e in off.profile.extends}
+    assert "skills" not in {e.name for e in off.profile.extends}
+    chosen = load(
+        "model: default\nextends:\n  skills: {config: {enabled: [brew-tea]}}\n  memory: {config: {limit: 5}}\n"
+    )
+    assert chosen.profile is not None
+    assert [(e.name, e.config) for e in chosen.profile.extends if e.name in ("memory", "skills")] == [
+        ("skills", {"enabled": ["brew-tea"]}),
+        ("memory", {"limit": 5}),
+    ]
+    wrong = load("model: default\nextends:\n  memory: {config: {limt: 5}}\n  skills: {config: {enabled: all}}\n")
+    assert messages(wrong) == [
+        (3, "extends.memory.config.limt", "unknown key 'limt'; did you mean 'limit'?"),
+        (4, "extends.skills.config.enabled", 'must be "*" (every skill) or a list of skill names'),
+    ]
+
+
+def test_summarizer_off_is_the_mode_off_though_yaml_reads_it_as_false(load: Callable[..., ProfileLoad]) -> None:
+    result = load("model: default\nsession:\n  summarizer: off\n")
+    assert result.errors == ()
+    assert result.profile is not None
+    assert result.profile.session.summarizer == "off"
 
 
 def test_disabled_profile_is_not_checked(load: Callable[..., ProfileLoad]) -> None:

@@ -9,6 +9,13 @@ Inbound: the connection shapes platform input into an ``IshikiEvent`` and awaits
 which returns once the event is durable in the owning runtime's fact log (or known to have no owner). A channel
 that must confirm input to its platform (Telegram offsets) confirms only after that.
 
+Repeats: a message id names one message of its channel, and a channel never gives another message the same id
+(not after a restart either). A platform that sends input again until it is confirmed (a crash between
+"durable" and "confirmed") sends it with the same identity: ``kind``, ``sid``, ``channel_id``, ``message_id``
+and ``extra["editedAt"]`` (set on the new version of an edited message). The host recognises such a repeat
+among the recent input of the runtime (``ishiki_host.runtime.repeats``), ignores it and still answers
+``dispatch`` as durable, so the channel confirms it and nothing is answered twice.
+
 Outbound: the host calls ``send`` with one chat message's text; the connection splits it to its own limit
 (``ishiki_host.channels.split.split_message``), renders it for the platform and returns the ids it sent.
 """
@@ -21,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import logging
+    import random
     from pathlib import Path
 
     from anyio.abc import TaskStatus
@@ -83,8 +91,15 @@ class ChannelHost(Protocol):
         ...
 
     @property
+    def rng(self) -> random.Random:
+        """The connection's random source (back-off jitter): seeded from the host's seed and the account, so a
+        seeded run replays; draw from it rather than from ``random`` itself."""
+        ...
+
+    @property
     def state_dir(self) -> Path:
-        """A directory the connection owns for its own state (e.g. a confirmed update offset)."""
+        """A directory the connection owns for its own state (e.g. a confirmed update offset); every account
+        has its own."""
         ...
 
     @property
@@ -149,8 +164,9 @@ class ChannelConnection(Protocol):
     async def run(self, *, task_status: TaskStatus[None]) -> None:
         """Connect, report readiness with ``task_status.started()``, then receive until cancelled.
 
-        Raise ``ChannelError`` for a fatal problem (a wrong token): the host reports it and keeps serving
-        the other channels.
+        Raise ``ChannelError`` for a problem restarting cannot fix (a wrong token): the host reports it once
+        and keeps serving the other channels. A ``ChannelError`` with ``fatal = False`` (the platform cannot
+        be reached), or any other exception, makes the host restart the connection with back-off.
         """
         ...
 

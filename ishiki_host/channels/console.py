@@ -21,6 +21,7 @@ import contextlib
 import getpass
 import itertools
 import logging
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -51,6 +52,7 @@ CHANNEL_ID = "private:local"
 PROMPT = "› "
 _PART_LIMIT = 16_000
 _COLOR, _RESET = "\x1b[36m", "\x1b[0m"
+_CONNECTIONS = itertools.count(1)
 
 
 class _Reader:
@@ -105,6 +107,8 @@ class ConsoleConnection:
         self.settle_seconds = settle_seconds
         self.history = history
         self._ids = itertools.count(1)
+        # Unique across runs and connections (a message id names one message: repeats are ignored by id).
+        self._id_prefix = f"{int(host.clock.now())}.{os.getpid()}.{next(_CONNECTIONS)}"
         self._prompting = False
         self._user = User(SELF_ID, _user_name())
 
@@ -160,7 +164,7 @@ class ConsoleConnection:
             platform="console",
             self_id=SELF_ID,
             channel_id=CHANNEL_ID,
-            message_id=f"{int(self.host.clock.now())}-{next(self._ids)}",
+            message_id=f"{self._id_prefix}-{next(self._ids)}",
             timestamp=self.host.clock.now(),
             user=self._user,
             content=text,

@@ -1,7 +1,7 @@
 """``ishiki check [DIR] [--json]``: validate a config directory and say which profiles can run.
 
-Exit status: 0 when every enabled profile is ready (and ``ishiki.yaml`` and ``models.yaml`` have no error),
-1 otherwise, 2 when DIR is not a usable config directory.
+Exit status: 0 when every enabled profile is ready (and ``ishiki.yaml``, ``models.yaml`` and
+``heartbeats.json`` have no error), 1 otherwise, 2 when DIR is not a usable config directory.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ishiki_host.errors import ConfigError
+    from ishiki_host.heartbeat.check import BeatFileCheck
     from ishiki_host.plugins.configdir import ConfigDir
 
 __all__ = ["register", "run"]
@@ -23,8 +24,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "check",
         help="validate a config directory",
-        description="Validate ishiki.yaml, models.yaml and every profile; report each profile's state. "
-        "Exit 0 when every enabled profile is ready, 1 when one is not, 2 when DIR is not a config directory.",
+        description="Validate ishiki.yaml, models.yaml, heartbeats.json and every profile; report each profile's "
+        "state. Exit 0 when every enabled profile is ready and no file has an error, 1 otherwise, 2 when DIR is not "
+        "a config directory.",
     )
     parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the config directory (default: .)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -33,8 +35,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check ``args.dir``; print the report; return the exit status."""
+    import time
+
     from ishiki_host.cli._output import print_json
     from ishiki_host.errors import ConfigDirError
+    from ishiki_host.heartbeat.check import check_beat_file
     from ishiki_host.plugins.configdir import load_config_dir
 
     try:
@@ -44,15 +49,17 @@ def run(args: argparse.Namespace) -> int:
             print_json({"ok": False, "error": exc.message})
         print(f"ishiki check: {exc.message}", file=sys.stderr)
         return 2
+    beats = check_beat_file(config, now=time.time())
+    ok = config.ok and beats.ok
     if args.json:
-        print_json(config.as_dict())
+        print_json({**config.as_dict(), "ok": ok, "heartbeats": beats.as_dict()})
     else:
-        print("\n".join(report(config)))
-    return 0 if config.ok else 1
+        print("\n".join(report(config, beats)))
+    return 0 if ok else 1
 
 
-def report(config: ConfigDir) -> list[str]:
-    """The human-readable report."""
+def report(config: ConfigDir, beats: BeatFileCheck | None = None) -> list[str]:
+    """The human-readable report (``heartbeats.json`` only when ``beats`` is given)."""
     from ishiki_host.cli._output import table
 
     lines = [
@@ -66,12 +73,17 @@ def report(config: ConfigDir) -> list[str]:
     lines.extend(_errors(config.models_errors, "  "))
     lines.append(_section("ishiki.yaml", config.host_errors))
     lines.extend(_errors(config.host_errors, "  "))
+    if beats is not None:
+        found = f" ({beats.beats} beat{'s' if beats.beats != 1 else ''})" if beats.found else " (no file)"
+        lines.append(_section("heartbeats.json", beats.errors) + found)
+        lines.extend(_errors(beats.errors, "  "))
     broken = config.registry.errors
     lines.append(f"plugins: {len(config.registry.records)} found" + (f", {len(broken)} failed" if broken else ""))
     lines.extend(f"  {r.as_error().message}" for r in broken)
     ready = sum(1 for p in config.profiles if p.state == "ready")
     enabled = sum(1 for p in config.profiles if p.state != "disabled")
-    lines.append(f"{'ok' if config.ok else 'not ok'}: {ready} of {enabled} enabled profiles ready")
+    ok = config.ok and (beats is None or beats.ok)
+    lines.append(f"{'ok' if ok else 'not ok'}: {ready} of {enabled} enabled profiles ready")
     return lines
 
 

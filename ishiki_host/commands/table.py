@@ -94,8 +94,9 @@ class CommandTable:
 
     def register(self, command: Command, *, source: str = "host") -> bool:
         """Add ``command``; a name or alias already taken is reported in ``problems`` and skipped."""
-        if not isinstance(command, Command):  # extensions are typed Any at the hook boundary
-            self._problem(f"{source}: {command!r} is not a Command; skipped")  # type: ignore[unreachable]
+        given: object = command  # extensions are typed Any at the hook boundary
+        if not isinstance(given, Command):
+            self._problem(f"{source}: {given!r} is not a Command; skipped")
             return False
         taken = [name for name in command.names if name in self._by_name]
         if command.name in self._by_name:

@@ -40,9 +40,11 @@ class SchedulerSettings:
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatSettings:
-    """Beats missed while the host was down run at start when at most ``catch_up_seconds`` late."""
+    """Beats missed while the host was down run at start when at most ``catch_up_seconds`` late; beats without
+    a target and without an active maker run on ``model``."""
 
     catch_up_seconds: float = 300.0
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +163,6 @@ def _build(
         channels=dict(channels or {}),
         scheduler=SchedulerSettings(float(data["scheduler"]["interactive_grace_seconds"])),
         memory=dict(data["memory"]),
-        heartbeat=HeartbeatSettings(float(data["heartbeat"]["catch_up_seconds"])),
+        heartbeat=HeartbeatSettings(float(data["heartbeat"]["catch_up_seconds"]), data["heartbeat"].get("model")),
         file=file,
     )

@@ -156,7 +156,8 @@ class _Touched:
 
 
 def _normalized(data: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
-    """Empty sections become ``{}``; ``extends`` entries with ``enable: false`` are dropped (and returned)."""
+    """Empty sections become ``{}``; ``extends`` entries with ``enable: false`` are dropped (and returned);
+    ``session.summarizer: off`` (which YAML reads as false) is the mode ``off``."""
     result = {k: ({} if v is None and k in _SECTIONS else v) for k, v in data.items()}
     dropped: set[str] = set()
     extends = result.get("extends")
@@ -172,6 +173,9 @@ def _normalized(data: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
         section = result.get(kind)
         if isinstance(section, dict):
             result[kind] = {k: ({} if v is None and k != "engine" else v) for k, v in section.items()}
+    session = result.get("session")
+    if isinstance(session, dict) and session.get("summarizer") is False:
+        result["session"] = {**session, "summarizer": "off"}  # YAML reads a bare `off` as false
     return result, dropped
 
 

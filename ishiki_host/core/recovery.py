@@ -3,9 +3,11 @@
 The host may die anywhere. What it leaves is always a prefix of a well-formed log (the torn last line is
 set aside when the log opens), so two things can be missing, both at the end: results of tool calls the
 model made, and the end of the turn that was running. Recovery appends them, so every tool call in the log
-is followed by its result and every turn ends, and reports the inbound messages that turn left unanswered.
+is followed by its result and every turn ends, and reports the inbound messages that turn left unanswered:
+those appended since the last turn that ended normally, and those its ``turn.start`` names as triggers (a
+message that came while the previous turn was ending, unseen by it, is older than that turn's end).
 A turn the host aborted while stopping (``turn.aborted`` marked ``resume``) is reported the same way.
-Reading is O(entries since the last turn that ended normally).
+Reading is O(entries since the last turn that ended normally, or since the oldest trigger).
 """
 
 from __future__ import annotations
@@ -35,22 +37,51 @@ _KEEP_AT_MOST = 10_000  # entries kept from the region; older ones are only scan
 class _Scan:
     region: list[Entry] = field(default_factory=list)
     last_turn: int = 0
+    triggers: list[Entry] = field(default_factory=list)  # older than the region, named by its turns' triggers
 
 
 def _scan(newest_first: Iterator[Entry]) -> _Scan:
-    """Entries since the last turn that ended other than by a crash (newest ``_KEEP_AT_MOST`` of them)."""
+    """Entries since the last turn that ended other than by a crash (newest ``_KEEP_AT_MOST`` of them), and
+    the older entries the region's turns were started for."""
     scan = _Scan()
+    wanted: set[int] = set()
     for entry in newest_first:
         if entry.turn is not None:
             scan.last_turn = max(scan.last_turn, entry.turn)
         if _ends_turn_normally(entry):
+            scan.triggers = _find(newest_first, wanted - {e.id for e in scan.region})
             break
+        wanted.update(_trigger_entries(entry))
         if len(scan.region) < _KEEP_AT_MOST:
             scan.region.append(entry)
         elif scan.last_turn:
             break
     scan.region.reverse()
     return scan
+
+
+def _trigger_entries(entry: Entry) -> list[int]:
+    """The entry ids a ``turn.start`` names as what started the turn."""
+    if entry.type != "event" or entry.name != "turn.start":
+        return []
+    triggers = entry.data.get("triggers") or ()
+    ids = (t.get("entry") for t in triggers if isinstance(t, dict))
+    return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+
+
+def _find(newest_first: Iterator[Entry], ids: set[int]) -> list[Entry]:
+    """The entries with ``ids`` among the rest of ``newest_first``, oldest first (stops below the smallest)."""
+    found: list[Entry] = []
+    if not ids:
+        return found
+    lowest = min(ids)
+    for entry in newest_first:
+        if entry.id in ids:
+            found.append(entry)
+        if entry.id <= lowest:
+            break
+    found.reverse()
+    return found
 
 
 def _ends_turn_normally(entry: Entry) -> bool:
@@ -86,7 +117,7 @@ async def recover(log: FactLog) -> Recovery:
         aborted_turn=interrupted,
         crashed=open_turn is not None,
         repaired=tuple(repaired),
-        unanswered=tuple(e for e in scan.region if _is_inbound(e)),
+        unanswered=tuple(e for e in [*scan.triggers, *scan.region] if _is_inbound(e)),
         last_turn=scan.last_turn,
     )
 

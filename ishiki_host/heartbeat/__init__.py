@@ -7,6 +7,10 @@
 - ``prompts``: the wake prompt of a reminder or a task
 - ``janitor``: the native ``__clear_images__`` beat
 - ``tools`` / ``tool_args`` / ``render``: the beat tools and the ``/beats`` listing
+- ``runner``: the host's ``BeatRunner`` (a target's runtime is woken; no target: a background model call)
+- ``targets``: whether a beat may speak at a target (the named profile is ready and claims the chat)
+- ``service``: ``HeartbeatService``, the one scheduler and ``heartbeats.json`` watcher of a host
+- ``extension``: ``ishiki.ext.heartbeat``, the beat tools and ``/beats`` in every runtime (on by default)
 
 The storage is ``MemoryStore.heartbeats`` (``ishiki_host.memory``). Constants live beside what they name:
 ``rules.CLEAR_IMAGES_ID``, ``rules.FILE_RULES`` / ``TOOL_RULES``, ``beatfile.HEARTBEATS_FILE``,
@@ -15,22 +19,32 @@ The storage is ``MemoryStore.heartbeats`` (``ishiki_host.memory``). Constants li
 
 from ishiki_host.heartbeat.beatfile import BeatFile, TargetValidator, parse_beat_file
 from ishiki_host.heartbeat.cron import CronExpr, parse_cron, zone
+from ishiki_host.heartbeat.extension import HeartbeatExtension, HeartbeatInstance
 from ishiki_host.heartbeat.janitor import ClearReport, clear_images
 from ishiki_host.heartbeat.prompts import prompt_for
 from ishiki_host.heartbeat.render import describe_beat, format_time, render_beats
 from ishiki_host.heartbeat.rules import BeatRules, check_beat, next_run_for, parse_duration
+from ishiki_host.heartbeat.runner import BeatHost, HostBeatRunner, is_beat_turn
 from ishiki_host.heartbeat.scheduler import BeatRunner, HeartbeatScheduler
+from ishiki_host.heartbeat.service import HeartbeatService
 from ishiki_host.heartbeat.sync import BeatFileWatcher, SyncReport, sync_from_file
+from ishiki_host.heartbeat.targets import ConfigTargets, heartbeats_on, target_refusal
 from ishiki_host.heartbeat.tools import Poker, TargetSource, make_beat_tools, visible_beats
 
 __all__ = [
     "BeatFile",
     "BeatFileWatcher",
+    "BeatHost",
     "BeatRules",
     "BeatRunner",
     "ClearReport",
+    "ConfigTargets",
     "CronExpr",
+    "HeartbeatExtension",
+    "HeartbeatInstance",
     "HeartbeatScheduler",
+    "HeartbeatService",
+    "HostBeatRunner",
     "Poker",
     "SyncReport",
     "TargetSource",
@@ -39,6 +53,8 @@ __all__ = [
     "clear_images",
     "describe_beat",
     "format_time",
+    "heartbeats_on",
+    "is_beat_turn",
     "make_beat_tools",
     "next_run_for",
     "parse_beat_file",
@@ -47,6 +63,7 @@ __all__ = [
     "prompt_for",
     "render_beats",
     "sync_from_file",
+    "target_refusal",
     "visible_beats",
     "zone",
 ]

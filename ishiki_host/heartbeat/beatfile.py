@@ -31,7 +31,15 @@ from ishiki_host.memory.repos.beat_types import BEAT_TYPES, BeatSpec, BeatTarget
 if TYPE_CHECKING:
     from ishiki_host.memory.repos.beat_types import BeatSyncReport, BeatType
 
-__all__ = ["HEARTBEATS_FILE", "BeatFile", "TargetValidator", "conflict_errors", "parse_beat_file", "read_beat_file"]
+__all__ = [
+    "HEARTBEATS_FILE",
+    "BeatFile",
+    "TargetValidator",
+    "conflict_errors",
+    "parse_beat_file",
+    "read_beat_file",
+    "read_beat_file_sync",
+]
 
 HEARTBEATS_FILE = "heartbeats.json"
 TargetValidator = Callable[[BeatTarget], "str | None"]
@@ -160,8 +168,13 @@ def _kind(value: object) -> str:
 
 async def read_beat_file(path: Path) -> str | None:
     """The file's text, or ``None`` if it does not exist; ``HeartbeatInvalid`` if it cannot be read."""
+    return await anyio.to_thread.run_sync(read_beat_file_sync, path)
+
+
+def read_beat_file_sync(path: Path) -> str | None:
+    """``read_beat_file`` for callers without an event loop (``ishiki check``)."""
     try:
-        data = await anyio.Path(path).read_bytes()
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -132,6 +132,10 @@ class BeatFileWatcher:
             self._on_change()
         return report
 
+    def forget(self) -> None:
+        """Forget the file's last state, so the next ``poll`` syncs (after a sync the store could not finish)."""
+        self._seen = False
+
 
 def _signature(path: Path) -> tuple[int, int, int] | None:
     try:

@@ -79,7 +79,7 @@ async def relevant_memories(
     exclude_ids: Collection[int] = (),
 ) -> list[Memory]:
     """The ``limit`` memories most relevant to ``text`` readable at ``trust`` (see the module docstring)."""
-    if limit <= 0 or not text.strip():
+    if limit <= 0 or not text.strip() or not await store.memories.has_any(profile):
         return []
     hits = await store.memories.search(
         profile,

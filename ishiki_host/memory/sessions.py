@@ -206,25 +206,46 @@ class SessionManager:
     # -- the sessions table ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Align the ``sessions`` table with the log: open the current session, or re-open it after a crash."""
+        """Align the ``sessions`` table with the log: open the current session, or re-open it after a crash.
+
+        Ordered with ``clear`` and ``compact`` (one lock).
+        """
         if self.store is None:
             return
+        async with self._lock:
+            await self._align()
+
+    async def ensure_started(self) -> int | None:
+        """The current session's id, aligning the table on first need (``None`` without a store).
+
+        A new runtime need not write to the database before its first turn: the row of its session is made
+        when something needs it (a memory, retrieval, a boundary). Safe during a turn without the lock, since
+        boundaries are only written while no turn runs, and ``clear``/``compact`` align first.
+        """
+        if self.store is not None and self.session_id is None:
+            await self._align()
+        return self.session_id
+
+    async def _align(self) -> None:
+        assert self.store is not None
         window = await self.window()
         head = window[0] if window and window[0].type == "session" else None
         start_id = head.id if head is not None else 1
         reason = str(head.data.get("reason", "start")) if head is not None else "start"
         summary = carried_summary(head) if head is not None else None
-        sessions = self.store.sessions
-        current = await sessions.current(self.runtime_key)
-        if current is not None and current.start_fact_id == start_id:
-            self.session_id = current.id
-            return
-        if current is not None:
-            end = max(start_id - 1, current.start_fact_id - 1)
-            await sessions.close(self.runtime_key, end_fact_id=end, reason=reason)
+        opened, closed = await self.store.sessions.align(
+            self.runtime_key, start_fact_id=start_id, reason=reason, summary=summary
+        )
+        if closed is not None:
             logger.warning("sessions of %s re-aligned with the fact log at entry %s", self.runtime_key, start_id)
-        opened = await sessions.open(self.runtime_key, start_fact_id=start_id, reason=reason, summary=summary)
         self.session_id = opened.id
+
+    async def _align_first(self) -> None:
+        """Before a boundary: the table must hold the session it ends (a failure is only logged)."""
+        try:
+            await self.ensure_started()
+        except StoreError as exc:
+            logger.warning("sessions of %s not aligned before a boundary: %s", self.runtime_key, exc)
 
     async def _rotate(self, boundary: Entry, reason: str, summary: str | None) -> None:
         if self.store is None:
@@ -279,6 +300,7 @@ class SessionManager:
                 window = await self.window()
                 if not _has_content(window):
                     return SessionChange("empty", "This session is already empty; nothing to clear.")
+                await self._align_first()
                 boundary = await self.log.append("session", {"reason": reason})
             await self._rotate(boundary, reason, None)
         return SessionChange("cleared", "Started a fresh session; nothing was carried over.", boundary)
@@ -308,6 +330,7 @@ class SessionManager:
             return SessionChange("empty", "This session is empty; nothing to compact.")
         if self.summarizer is None:
             return SessionChange("failed", "No summarizer is set up for this persona; the session is unchanged.")
+        await self._align_first()  # the summary memory belongs to the session it summarizes
         try:
             summary, usage = await self.summarizer.summarize(covered)
         except ModelError as exc:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import yaml
 
+from ishiki_host.core.tools import trust_allows
 from ishiki_host.errors import ResourceError
 from ishiki_host.memory.repos.skills import SkillFile, SkillSyncReport
 from ishiki_host.runtime.resources.center import Resource, ResourceRequest
@@ -48,6 +49,7 @@ __all__ = [
     "MAX_SKILL_BYTES",
     "SKILLS_DIR",
     "SKILL_FILE",
+    "SKILL_TRUST",
     "SkillScan",
     "SkillScheme",
     "SkillsSync",
@@ -64,6 +66,7 @@ logger = logging.getLogger(__name__)
 
 SKILLS_DIR = "skills"
 SKILL_FILE = "SKILL.md"
+SKILL_TRUST: TrustLevel = "trusted"  # untrusted turns get no skills, neither listed nor read
 MAX_SKILL_BYTES = 256 * 1024
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
@@ -225,7 +228,7 @@ async def profile_skills(store: MemoryStore, enabled: Literal["*"] | Collection[
 
 def skills_section(skills: Sequence[LearnedSkill], trust: TrustLevel) -> str | None:
     """The prompt section listing ``skills`` (name and description); ``None`` for none or an untrusted turn."""
-    if trust == "untrusted" or not skills:
+    if not trust_allows(trust, SKILL_TRUST) or not skills:
         return None
     return "\n".join([SKILLS_HEADER, *(f"- {s.name}: {s.description}" for s in skills)])
 
@@ -233,29 +236,22 @@ def skills_section(skills: Sequence[LearnedSkill], trust: TrustLevel) -> str | N
 class SkillScheme:
     """The ``skill://`` scheme of one runtime: ``skill://<name>`` is that skill's body (markdown).
 
-    ``trust`` gives the running turn's level: an untrusted turn reads nothing here. ``skill://`` lists the
-    skills the profile may use. Bodies are read from disk at each read, so an edit shows at once.
+    Register it at ``SKILL_TRUST`` (``trusted``): an untrusted turn reads nothing here (the center refuses
+    it, and so does the handler, should it be registered more openly). ``skill://`` lists the skills the
+    profile may use. Bodies are read from disk at each read, so an edit shows at once.
     """
 
     views: tuple[str, ...] = ()
 
-    def __init__(
-        self,
-        config_dir: Path,
-        store: MemoryStore,
-        *,
-        enabled: Literal["*"] | Collection[str] = "*",
-        trust: Callable[[], TrustLevel] = lambda: "owner",
-    ):
+    def __init__(self, config_dir: Path, store: MemoryStore, *, enabled: Literal["*"] | Collection[str] = "*"):
         self.config_dir = Path(config_dir)
         self._store = store
         self._enabled = enabled
-        self._trust = trust
 
     async def read(self, request: ResourceRequest) -> Resource:
         """The body of ``skill://<name>``, or the list for ``skill://``."""
-        if self._trust() == "untrusted":
-            raise ResourceError("not_found", "skills are not available in this conversation")
+        if not request.allows(SKILL_TRUST):
+            raise ResourceError("forbidden", "skills are not available in this conversation")
         url = request.url
         skills = await profile_skills(self._store, self._enabled)
         if not url.segments:

@@ -10,7 +10,9 @@ pluggy calls implementations last-registered-first; extension hooks must run in 
 
 from __future__ import annotations
 
+import functools
 import inspect
+import types
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -22,12 +24,51 @@ from ishiki_host.plugins import hookspecs
 __all__ = ["IshikiPluginManager", "await_results", "call_hook", "call_in_order", "make_plugin_manager"]
 
 
+@functools.lru_cache(maxsize=512)
+def _marked_names(namespace: Any, marker: str) -> frozenset[str]:
+    """Names of a class (and its bases) or a module that may carry ``marker``: marked functions, and slots."""
+    names: set[str] = set()
+    for klass in namespace.__mro__ if inspect.isclass(namespace) else (namespace,):
+        for name, value in vars(klass).items():
+            inner = getattr(value, "__func__", value)
+            marked = getattr(value, marker, None) is not None or getattr(inner, marker, None) is not None
+            if marked or isinstance(value, types.MemberDescriptorType):
+                names.add(name)
+    return frozenset(names)
+
+
 class IshikiPluginManager(pluggy.PluginManager):
     """A pluggy ``PluginManager`` whose ``register`` validates the plugin at once.
 
     A hook implementation that names no hook of ``hookspecs`` (or takes an argument the hook does not have)
     raises ``PluginLoadFailed`` and the plugin is not left registered.
+
+    Every runtime registers its extension instances in a manager of its own, so registering is on the path
+    of a new runtime: pluggy looks at every attribute of an instance, and here only the attributes that can
+    be hook implementations are looked at (the marked functions of its class, whatever is stored on the
+    instance itself), found once per class.
     """
+
+    def __init__(self, project_name: str):
+        super().__init__(project_name)
+        self._impl_marker = project_name + "_impl"
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
+        """pluggy's own parse, for the names that may be hook implementations (see the class docstring)."""
+        kind: object = type(plugin)
+        if (
+            name in _marked_names(kind, self._impl_marker)
+            or name in getattr(plugin, "__dict__", ())
+            or isinstance(plugin, type | types.ModuleType)
+        ):
+            return super().parse_hookimpl_opts(plugin, name)
+        return None
+
+    def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
+        """pluggy's own parse, for the marked names only (a manager is made per runtime)."""
+        if name not in _marked_names(module_or_class, self.project_name + "_spec"):
+            return None
+        return super().parse_hookspec_opts(module_or_class, name)
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         """Register ``plugin`` (an instance) and check every hook implementation it brings."""

@@ -107,9 +107,10 @@ def ishiki_turn_finished(runtime: Any, outcome: Any) -> None:
 
     ``outcome`` describes the end of the turn (its state, the error when it failed, the ids of the messages it
     sent): a ``TurnReport`` (``ishiki_host.runtime.turnstate``) with ``turn``, ``status``, ``reason``, ``error``,
-    ``inbound`` (the entries the turn answered), ``sent_ids`` and the agent's ``outcome``. It runs in the
-    background after the reply was sent (the next turn need not wait for it), so use it for work such as
-    summarizing. The return value is ignored.
+    ``inbound`` (the entries the turn answered), ``sent_ids``, the agent's ``outcome`` and ``trust`` (the level
+    the turn ran at). It runs in the background after the reply was sent (the next turn need not wait for it),
+    so use it for work such as summarizing. An extension switched off with ``/extensions`` is not called. The
+    return value is ignored.
     """
 
 
@@ -120,9 +121,10 @@ def ishiki_turn_finished(runtime: Any, outcome: Any) -> None:
 def ishiki_commands(runtime: Any) -> Sequence[Any]:
     """Called when the runtime's command table is built, to collect this extension's slash commands.
 
-    Return command objects (the type is defined by the commands layer: name, aliases, help text, required
-    trust level and an async handler). A command is never sent to the model and is gated by the sender's
-    trust level. Names are matched case-insensitively; a name already taken is reported and skipped.
+    Return ``ishiki_host.commands.Command`` objects (name, aliases, help text, required trust level and an
+    async handler ``handler(ctx, args)`` getting a ``CommandContext``). A command is never sent to the model
+    and is gated by the sender's trust level. Names are matched case-insensitively; a name already taken is
+    reported and skipped. The table is built once, when the runtime starts (after ``ishiki_attach``).
     """
     return ()
 

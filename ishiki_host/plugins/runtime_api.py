@@ -22,7 +22,7 @@ channel, so wakeup engines can charge a reply cost or start a cooldown.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.turns import TurnHandle
     from ishiki_host.runtime.paths import RuntimeKey
     from ishiki_host.runtime.resources import ResourceCenter
+    from ishiki_host.runtime.turnstate import TurnState
 
 __all__ = [
     "ContextEngineInstance",
@@ -61,10 +62,12 @@ class RuntimeContext(Protocol):
     ``model`` is the profile's shared underlying model (never mutated; toolcall engines wrap it per runtime);
     ``models(ref)`` gives any other model of ``models.yaml`` (a group or ``provider:modelId``) for background
     calls such as judges and summarizers, which pass ``priority="background"`` in their requests.
-    ``services`` holds host-wide services by name (``memory`` once the memory store is open; ``timezone``, the
-    IANA name of ``ishiki.yaml``'s ``timezone``, which the standard context engine shows message times in), so
-    plugins reach them without importing the host. ``spawn`` runs background work (an update after a turn) off
-    the path of turns, in the runtime's task group.
+    ``services`` holds host-wide services by name (``memory``: the ``MemoryStore`` once ``data/memory.db`` is
+    open, ``memory_error`` saying why it is not; ``memory_settings``; ``timezone``, the IANA name of
+    ``ishiki.yaml``'s ``timezone``, which the standard context engine shows message times in; ``runtimes``:
+    the host), so plugins reach them without importing the host. ``turn_state`` is the running turn's trust
+    level and the inbound messages new in it (what a turn's instructions are about). ``spawn`` runs background
+    work (an update after a turn) off the path of turns, in the runtime's task group.
     """
 
     @property
@@ -143,6 +146,11 @@ class RuntimeContext(Protocol):
         ...
 
     @property
+    def turn_state(self) -> TurnState:
+        """The running turn: ``trust`` (its level), ``inbound`` (the messages new in it), ``number``."""
+        ...
+
+    @property
     def context_window(self) -> int:
         """The smallest context window among the members of the profile's model (tokens)."""
         ...
@@ -165,8 +173,14 @@ class RuntimeContext(Protocol):
         """
         ...
 
-    async def wake(self, prompt: str | None = None, *, priority: Priority = "interactive") -> TurnHandle:
-        """Start a turn now (queued behind a running one); a missing or blank prompt is "Continue."."""
+    async def wake(
+        self, prompt: str | None = None, *, priority: Priority = "interactive", info: Mapping[str, Any] | None = None
+    ) -> TurnHandle:
+        """Start a turn now (queued behind a running one); a missing or blank prompt is "Continue.".
+
+        ``info`` (JSON-able) is recorded in the turn's trigger (``turn.start``, ``Turn.triggers``), so hooks can
+        tell which wake started a turn (heartbeats put ``{"heartbeat": <beat id>}`` there).
+        """
         ...
 
 

@@ -12,7 +12,8 @@ __all__ = ["RuntimeDelivery", "Unrouted"]
 
 
 class RuntimeDelivery:
-    """The event is durable in ``runtime``'s fact log (``entry`` is ``None`` when an inbound filter took it)."""
+    """The event is durable in ``runtime``'s fact log (``entry`` is ``None`` when an inbound filter took it, or
+    when it repeats an event the runtime took before)."""
 
     def __init__(self, runtime: AgentRuntime, entry: Entry | None):
         self.runtime = runtime

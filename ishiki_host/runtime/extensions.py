@@ -3,12 +3,15 @@
 Instances are registered in a plugin manager of their own runtime and asked in ``extends`` order (mounted
 order for instances added later). ``stop_all`` calls every ``ishiki_stop`` (an exception is logged and the
 others still run) and then every dispose callable ``ishiki_attach`` returned, in reverse order.
+
+The per-turn hooks take ``only``: the names of the extensions switched on for the turn (``/extensions``
+writes the switches); ``None`` asks every instance.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.plugins.hooks import IshikiPluginManager, await_results, call_in_order, make_plugin_manager
@@ -63,10 +66,13 @@ class MountedExtensions:
             return
         self._disposers.extend((name, d) for d in results if callable(d))
 
-    async def tools(self) -> list[tuple[str, Sequence[Tool]]]:
+    def _selected(self, only: Collection[str] | None) -> list[tuple[str, object]]:
+        return self._mounted if only is None else [(n, i) for n, i in self._mounted if n in only]
+
+    async def tools(self, only: Collection[str] | None = None) -> list[tuple[str, Sequence[Tool]]]:
         """Each extension's tools for this turn (an exception fails the turn, naming the extension)."""
         offered: list[tuple[str, Sequence[Tool]]] = []
-        for name, instance in self._mounted:
+        for name, instance in self._selected(only):
             try:
                 batches = await call_in_order(self._pm, "ishiki_tools", [instance], runtime=self._runtime)
             except Exception:
@@ -75,10 +81,10 @@ class MountedExtensions:
             offered.append((name, [tool for batch in batches for tool in (batch or ())]))
         return offered
 
-    async def instructions(self) -> list[str]:
+    async def instructions(self, only: Collection[str] | None = None) -> list[str]:
         """Each extension's non-empty instructions, in order (an exception fails the turn)."""
         sections: list[str] = []
-        for name, instance in self._mounted:
+        for name, instance in self._selected(only):
             try:
                 found = await call_in_order(self._pm, "ishiki_instructions", [instance], runtime=self._runtime)
             except Exception:
@@ -87,13 +93,27 @@ class MountedExtensions:
             sections.extend(s for s in found if isinstance(s, str) and s.strip())
         return sections
 
-    async def turn_finished(self, report: Any) -> None:
+    async def turn_finished(self, report: Any, only: Collection[str] | None = None) -> None:
         """``ishiki_turn_finished`` of every instance; exceptions are logged."""
-        await self._each("ishiki_turn_finished", outcome=report)
+        await self._each("ishiki_turn_finished", only, outcome=report)
+
+    async def commands(self) -> list[tuple[str, list[Any]]]:
+        """Each extension's ``ishiki_commands``, in order; an exception is logged and that extension adds none."""
+        found: list[tuple[str, list[Any]]] = []
+        for name, results in await self._each("ishiki_commands", None):
+            found.append((name, [command for batch in results for command in (batch or ())]))
+        return found
+
+    async def status(self, only: Collection[str] | None = None) -> list[str]:
+        """The ``ishiki_status`` lines of the extensions, in order (a failing one says so in its line)."""
+        lines: list[str] = []
+        for _, results in await self._each("ishiki_status", only, failed=lambda n: [[f"{n}: status failed"]]):
+            lines.extend(str(line) for batch in results for line in (batch or ()))
+        return lines
 
     async def stop_all(self) -> None:
         """Every ``ishiki_stop``, then every dispose in reverse order; nothing stops the rest."""
-        await self._each("ishiki_stop")
+        await self._each("ishiki_stop", None)
         for name, dispose in reversed(self._disposers):
             try:
                 await await_results([dispose()])
@@ -101,11 +121,18 @@ class MountedExtensions:
                 self._logger.exception("the dispose of extension %r failed", name)
         self._disposers.clear()
 
-    async def _each(self, hook: str, **kwargs: Any) -> None:
+    async def _each(
+        self, hook: str, only: Collection[str] | None, failed: Any = lambda name: [], **kwargs: Any
+    ) -> list[tuple[str, list[Any]]]:
+        """Each selected instance's results of ``hook``; an exception is logged and ``failed(name)`` stands in."""
+        answers: list[tuple[str, list[Any]]] = []
         if not self._mounted:
-            return
-        for name, instance in self._mounted:
+            return answers
+        for name, instance in self._selected(only):
             arguments = {"runtime": self._runtime, **kwargs}
-            for result in await call_in_order(self._pm, hook, [instance], return_exceptions=True, **arguments):
-                if isinstance(result, Exception):
-                    self._logger.error("extension %r raised in %s", name, hook, exc_info=result)
+            results = await call_in_order(self._pm, hook, [instance], return_exceptions=True, **arguments)
+            errors = [r for r in results if isinstance(r, Exception)]
+            for error in errors:
+                self._logger.error("extension %r raised in %s", name, hook, exc_info=error)
+            answers.append((name, failed(name) if errors else results))
+        return answers

@@ -3,7 +3,8 @@
 - **Trust at dispatch.** Before each step the tools above the turn's trust level are removed (a message that
   joined the turn may have lowered it), and a call to such a tool is blocked even if a model names it.
 - **Large outputs.** A tool result longer than ``resources.artifactThresholdChars`` is archived as
-  ``artifact://<tool>/<id>.txt``; the model gets its first and last part and the URL to ``read`` the rest.
+  ``artifact://<tool>/<id>.txt`` with the tool's trust level (turns below it cannot read it); the model gets
+  its first and last part and the URL to ``read`` the rest.
 - **Images.** ``asset://`` image parts become ``data:`` URLs for models that take images, text otherwise.
 - **The stop rule.** ``finish`` ends the turn (``finish``), so does ``wait`` (``wait``) and a step whose only
   calls were successful sends (``sent``).
@@ -122,9 +123,14 @@ class RuntimeHooks(AgentHooks):
         limit = self._host.profile.resources.artifact_threshold_chars
         if result.is_error or call.name in _NOT_ARCHIVED or len(result.content) <= limit:
             return result
+        tool = step.tool(call.name)
         try:
             archived = await self._host.artifacts.archive_if_large(
-                call.name, result.content, original=_original(result), limit=limit
+                call.name,
+                result.content,
+                original=_original(result),
+                limit=limit,
+                trust=tool.trust if tool is not None else "trusted",
             )
         except Exception:
             logger.exception("could not archive the output of %s; passing it on whole", call.name)

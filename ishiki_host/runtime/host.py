@@ -3,10 +3,12 @@
     async with Host(Path("mybot")) as host:
         await host.wait_stop_requested()      # a signal handler or the console calls host.request_stop()
 
-Entering loads the config dir (unless one is given), builds the model gateway, activates every ready profile
-(a route with its own task group), starts the channels their claims need (each under a supervisor that
-restarts it with back-off), and polls the config files for hot reload. ``dispatch`` (what channels call)
-routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
+Entering loads the config dir (unless one is given), builds the model gateway, opens the memory database
+(``services["memory"]``; ``ishiki_host.runtime.host_memory``), activates every ready profile (a route with its
+own task group), starts the channels their claims need (each under a supervisor that restarts it with
+back-off), starts the heartbeat scheduler (``services["heartbeats"]``; ``ishiki_host.runtime.host_heartbeats``),
+and polls the config files (the skills folder and ``heartbeats.json`` too) for hot reload. ``dispatch`` (what
+channels call) routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
 more input, turns get the grace to finish, every runtime stops its extensions and closes its log.
 """
 
@@ -28,6 +30,8 @@ from ishiki_host.plugins.configdir import load_config_dir
 from ishiki_host.plugins.discovery import discover
 from ishiki_host.runtime.delivery import RuntimeDelivery, Unrouted
 from ishiki_host.runtime.host_channels import ChannelDirectory
+from ishiki_host.runtime.host_heartbeats import start_heartbeats
+from ishiki_host.runtime.host_memory import HostMemory
 from ishiki_host.runtime.host_setup import (
     ChannelSet,
     GatewaySet,
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ishiki_host.channels.base import Delivery, InboundAttachment
+    from ishiki_host.heartbeat.service import HeartbeatService
     from ishiki_host.plugins.activation import ProfileState
     from ishiki_host.plugins.configdir import ConfigDir
     from ishiki_host.plugins.discovery import PluginRegistry
@@ -89,6 +94,7 @@ class Host:
         self.directory = ChannelDirectory()
         self.providers = ProviderCache()
         self.services: dict[str, Any] = {"runtimes": self}
+        self.memory = HostMemory(self.root, self.clock)
         self._stack = AsyncExitStack()
         self._stop_requested = anyio.Event()
         self._resumed = anyio.Event()
@@ -101,6 +107,7 @@ class Host:
         self._channels: ChannelSet | None = None
         self._host_services: HostServices | None = None
         self._tg: TaskGroup | None = None
+        self.heartbeats: HeartbeatService | None = None
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -165,6 +172,7 @@ class Host:
         self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root)
         self._gateways.build(config)
         self.services["timezone"] = host.timezone
+        await self.memory.open(host.data_dir, host.memory, self.services)
         self._host_services = HostServices(
             clock=self.clock,
             config_dir=self.root,
@@ -183,11 +191,12 @@ class Host:
             if state.state == "ready" and state.profile is not None:
                 await self._activate(state)
         await self._channels.reconcile()
+        self.heartbeats = await start_heartbeats(self, tg)
         self._resuming = True
         tg.start_soon(self._resume_unfinished)
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
         if interval > 0:
-            tg.start_soon(watch, self.clock, interval, self._snapshot, self.reload, await self._snapshot())
+            tg.start_soon(watch, self.clock, interval, self._snapshot, self.reload, await self._snapshot(), self._tick)
 
     def _load(self) -> ConfigDir:
         return load_config_dir(self.root, env=self._env, registry=self._discover())
@@ -198,6 +207,8 @@ class Host:
             return
         self._stopping = True
         self._stop_requested.set()
+        if self.heartbeats is not None:
+            self.heartbeats.stop()  # no beat starts on a runtime that is about to stop
         with anyio.CancelScope(shield=True):
             if self._resuming and self._host_services is not None:
                 with anyio.move_on_after(self._host_services.shutdown_grace):
@@ -210,6 +221,7 @@ class Host:
                 self._channels.tg.cancel_scope.cancel()
         await self._stack.aclose()  # leaves the host's task group (entered at the same nesting level)
         with anyio.CancelScope(shield=True):
+            await self.memory.aclose()
             if self._gateways is not None:
                 await self._gateways.aclose()
             if self._config is not None:
@@ -280,6 +292,7 @@ class Host:
             if self._stopping or self._channels is None:
                 return ReloadReport()  # not started (yet), or stopping
             new = await anyio.to_thread.run_sync(self._load)
+            await self.memory.poll()
             old, report = self.config, ReloadReport()
             log_config_problems(new, only_new_against=old)
             rebuilt = self.gateways.rebuild_if_changed(old, new)
@@ -293,13 +306,15 @@ class Host:
                     logger.info("profile %s was removed; its runtimes stop", pid)
                     report.stopped.append(pid)
             await self.channels.reconcile()
+            if self.heartbeats is not None:  # targets may have gained or lost their profile
+                await self.heartbeats.poll(force=True)
             return report
 
     def _apply_host_settings(self, old: ConfigDir, new: ConfigDir) -> None:
         """Settings of ishiki.yaml a running host can take (channels are reconciled separately)."""
         for route in self.routes:
             route.idle_seconds = new.host.runtime_idle_seconds
-        fixed = ("data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds")
+        fixed = ("data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds", "timezone")
         changed = [name for name in fixed if getattr(old.host, name) != getattr(new.host, name)]
         if changed:
             logger.warning("ishiki.yaml: %s take effect at the next start", ", ".join(changed))
@@ -328,7 +343,13 @@ class Host:
         finally:
             self._resumed.set()
 
+    async def _tick(self) -> None:
+        """Every reload tick: sync ``heartbeats.json`` if it changed."""
+        if self.heartbeats is not None:
+            await self.heartbeats.poll()
+
     async def _snapshot(self) -> Snapshot:
+        await self.memory.poll()  # each reload tick: skills are synced on their own, without a full reload
         waiting = any(p.state == "waiting" for p in self.config.profiles)
         return await anyio.to_thread.run_sync(lambda: snapshot(self.root, include_site=waiting))
 

@@ -6,8 +6,15 @@ by message id, never by user id.
 
 ``ChannelSupervisor`` runs one account's connection: ``create`` it, ``tg.start`` its ``run`` (readiness),
 register it, and when it crashes, restart it after a back-off (doubling from 1 s to 60 s, jittered by the
-host's seeded random source) while every other channel keeps running. A ``ChannelError`` is fatal (a wrong
-token): reported, not retried. A ``run`` that returns has finished (the console at the end of its input).
+host's seeded random source) while every other channel keeps running. A ``ChannelError`` whose ``fatal`` is
+true (a refused token) is reported once, without a traceback, and the channel stays stopped; one whose
+``fatal`` is false (the platform cannot be reached) is logged in one line and restarted like a crash. A
+``run`` that returns has finished (the console at the end of its input), and one not ready within
+``start_timeout`` (60 s, real time) is restarted like a passing trouble (``ChannelNotReady``).
+
+``HostChannelContext`` is the ``ChannelHost`` each connection gets; its ``rng`` is seeded from the host's seed
+and the account (``platform#index``), so a seeded host replays every channel's jitter whatever order they
+start in.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ishiki_host.errors import ChannelError
+from ishiki_host.errors import ChannelError, ChannelNotReady
 from ishiki_host.runtime.paths import escape_segment
 
 if TYPE_CHECKING:
@@ -42,6 +49,7 @@ __all__ = [
     "ChannelSupervisor",
     "HostChannelContext",
     "backoff_delay",
+    "channel_rng",
     "state_dir",
 ]
 
@@ -125,8 +133,10 @@ class ChannelSupervisor:
         rng: random.Random,
         *,
         on_finished: Callable[[ChannelSupervisor], None] = lambda s: None,
+        start_timeout: float = START_TIMEOUT,
     ):
         self.spec = spec
+        self.start_timeout = start_timeout
         self.context = context
         self.directory = directory
         self.clock = clock
@@ -171,7 +181,7 @@ class ChannelSupervisor:
                 delay = backoff_delay(attempt, self.rng)
                 attempt += 1
                 self.restarts += 1
-                logger.warning("channel %s crashed (%s); restarting in %.1f s", self.spec.label, self.last_error, delay)
+                logger.warning("channel %s is down (%s); restarting in %.1f s", self.spec.label, self.last_error, delay)
                 self.state = "waiting"
                 await self.clock.sleep(delay)
         report()
@@ -184,8 +194,10 @@ class ChannelSupervisor:
         try:
             connection = self.connection = self.spec.provider.create(self.context, self.spec.account)
             async with anyio.create_task_group() as tg:
-                with anyio.fail_after(START_TIMEOUT):
+                with anyio.move_on_after(self.start_timeout) as starting:
                     await tg.start(connection.run)
+                if starting.cancelled_caught:
+                    raise ChannelNotReady(f"{connection.platform} was not ready within {self.start_timeout:g} s")
                 started = self.clock.monotonic()
                 self.state = "running"
                 self.directory.register(f"{connection.platform}:{connection.self_id}", connection)
@@ -194,9 +206,11 @@ class ChannelSupervisor:
         except Exception as exc:
             error = _unwrap(exc)
             self.last_error = f"{type(error).__name__}: {error}"
-            if isinstance(error, ChannelError):
+            if isinstance(error, ChannelError) and error.fatal:
                 self.state = "failed"
                 logger.error("channel %s failed: %s (not restarted)", self.spec.label, error)
+            elif isinstance(error, ChannelError):
+                self.state = "crashed"  # a passing trouble the connection explained: one line, no traceback
             else:
                 self.state = "crashed"
                 logger.error("channel %s crashed", self.spec.label, exc_info=error)
@@ -216,6 +230,11 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
+def channel_rng(seed: int | None, spec: ChannelSpec) -> random.Random:
+    """The random source of one account's connection: seeded from ``seed`` and the account when ``seed`` is set."""
+    return random.Random(None if seed is None else f"{seed}/{spec.label}")
+
+
 def state_dir(data_dir: Path, spec: ChannelSpec) -> Path:
     """Where one account's connection keeps its state: ``<data>/channels/<platform>/<account id or index>``."""
     name = str(spec.account.get("id") or spec.index)
@@ -223,14 +242,15 @@ def state_dir(data_dir: Path, spec: ChannelSpec) -> Path:
 
 
 class HostChannelContext:
-    """The ``ChannelHost`` a connection is created with: clock, its state directory, the shared asset
-    fetchers, its logger, ``dispatch`` into the host, and ``request_stop`` (the console asks the host to
+    """The ``ChannelHost`` a connection is created with: clock, random source, its state directory, the shared
+    asset fetchers, its logger, ``dispatch`` into the host, and ``request_stop`` (the console asks the host to
     exit at the end of its input)."""
 
     def __init__(
         self,
         *,
         clock: Clock,
+        rng: random.Random,
         state_dir: Path,
         fetchers: AssetFetchers,
         logger: logging.Logger,
@@ -238,6 +258,7 @@ class HostChannelContext:
         request_stop: Callable[[str], None],
     ):
         self._clock = clock
+        self._rng = rng
         self._state_dir = state_dir
         self._fetchers = fetchers
         self._logger = logger
@@ -248,6 +269,11 @@ class HostChannelContext:
     def clock(self) -> Clock:
         """The host's clock."""
         return self._clock
+
+    @property
+    def rng(self) -> random.Random:
+        """The connection's random source (seeded from the host's seed and the account when it has one)."""
+        return self._rng
 
     @property
     def state_dir(self) -> Path:

@@ -5,7 +5,8 @@
 changes (retargeting the slots; the old gateway closes with the host). ``ChannelSet`` starts the channels the
 active profiles' claims need: the console when some profile claims ``console:*`` (it needs no account), and
 each account of ``channels.<platform>.accounts`` in ``ishiki.yaml`` for the other claimed platforms; on
-reload it stops, restarts (account changed) and starts supervisors to match.
+reload it stops, restarts (account changed) and starts supervisors to match; supervisors start side by side,
+so an account whose platform cannot be reached does not delay the others.
 """
 
 from __future__ import annotations
@@ -15,12 +16,20 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ishiki_host.config.services import CHANNEL_GROUP, PROVIDER_GROUP, service_name
 from ishiki_host.config.validation import with_defaults
 from ishiki_host.errors import ConfigError
 from ishiki_host.gateway.gateway import Gateway
 from ishiki_host.gateway.scheduler import SchedulerConfig
-from ishiki_host.runtime.host_channels import ChannelSpec, ChannelSupervisor, HostChannelContext, state_dir
+from ishiki_host.runtime.host_channels import (
+    ChannelSpec,
+    ChannelSupervisor,
+    HostChannelContext,
+    channel_rng,
+    state_dir,
+)
 from ishiki_host.runtime.models import FailoverNotices, ModelSlot, failover_policy
 from ishiki_host.runtime.usage import UsageListener
 
@@ -193,6 +202,7 @@ class ChannelSet:
                 logger.info("channel %s stops (no longer needed, or its account changed)", supervisor.spec.label)
                 supervisor.stop()
                 del self._supervisors[key]
+        starting: list[ChannelSupervisor] = []
         for key, spec in wanted.items():
             if key in self._supervisors or self._finished.get(key) == spec.account:
                 continue
@@ -200,7 +210,10 @@ class ChannelSet:
                 spec, self._context(spec), self.host.directory, self.host.clock, self.host.rng, on_finished=self._done
             )
             self._supervisors[key] = supervisor
-            await self.tg.start(supervisor.run)
+            starting.append(supervisor)
+        async with anyio.create_task_group() as tg:  # side by side: a channel slow to connect holds up no other
+            for supervisor in starting:
+                tg.start_soon(self.tg.start, supervisor.run)
 
     def _done(self, supervisor: ChannelSupervisor) -> None:
         key = (supervisor.spec.platform, supervisor.spec.index)
@@ -212,6 +225,7 @@ class ChannelSet:
         host = self.host
         return HostChannelContext(
             clock=host.clock,
+            rng=channel_rng(host.seed, spec),
             state_dir=state_dir(host.config.host.data_dir, spec),
             fetchers=host.host_services.fetchers,
             logger=logging.getLogger(f"ishiki_host.channels.{spec.platform}"),

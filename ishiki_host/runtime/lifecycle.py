@@ -2,23 +2,25 @@
 
 Start, in order: take the home (``HomeLocks``), open the fact log, build the resource center and the kernel
 tools, create the engine instances (context, toolcall, wakeup) and the extension instances, build the agent
-and start it (it repairs the log after a crash), attach the extensions, then the wakeup engine, and re-run
+and the session manager, start the agent (it repairs the log after a crash), attach the extensions, build the
+command table (built-ins and the extensions' commands), then attach the wakeup engine, and re-run
 the wake decision for what a crashed or stopped turn left unanswered, and for input the host made durable but
 died before deciding on (``ishiki_host.runtime.resume``). Any failure before ``ready`` undoes what was done
 and raises ``RuntimeStartFailed``.
 
 Stop, always (a requested stop, eviction, reload, host exit, or cancellation): refuse input, clear the
-waiter, let deliveries in progress be decided on and turns finish for the grace (then abort them: the log
-marks them to be resumed; queued turns the stop drops leave the marker out), wait for
-background work within the grace, call every extension's ``ishiki_stop`` and dispose (reverse order),
-dispose the wakeup engine, write pending usage entries, append the clean-stop marker (``runtime.stop``) and
-close the log. A turn that could not write the log (``log_failed``: a full disk) stops the runtime at once and
-without the marker, so its next start recovers from what the log holds.
+waiter, let deliveries in progress be decided on and turns and the work after them (which may queue a retry)
+finish for the grace (then abort the turns: the log marks them to be resumed; queued turns the stop drops leave
+the marker out), wait for the rest of the background work within the grace, call every extension's
+``ishiki_stop`` and dispose (reverse order), dispose the wakeup engine, write pending usage entries, append the
+clean-stop marker (``runtime.stop``) and close the log. A turn that could not write the log (``log_failed``: a
+full disk) stops the runtime at once and without the marker, so its next start recovers from what the log holds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from collections.abc import Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,7 +29,10 @@ import anyio
 
 from ishiki_host.core.agent import Agent
 from ishiki_host.core.factlog import FactLog
+from ishiki_host.core.tokens import make_estimator
 from ishiki_host.errors import AgentStopped, RuntimeStartFailed
+from ishiki_host.memory.sessions import SessionManager
+from ishiki_host.memory.summarizer import Summarizer
 from ishiki_host.runtime.images import ImageResolver
 from ishiki_host.runtime.outbound import RuntimeOutbox
 from ishiki_host.runtime.resources import create_runtime_resources
@@ -54,6 +59,7 @@ TYPING_INTERVAL = 4.0  # platforms show "typing" for about five seconds
 _USAGE_BUFFER = 1_000
 _SCAN_BACK = 500
 T = TypeVar("T")  # entries read back at start to find unanswered input and the last channel
+_token_estimator = functools.cache(make_estimator)  # tiktoken when usable offline, else the estimate; chosen once
 
 
 class Lifecycle:
@@ -68,6 +74,7 @@ class Lifecycle:
         self.outbox: RuntimeOutbox | None = None
         self.images: ImageResolver | None = None
         self.agent: Agent | None = None
+        self.sessions: SessionManager | None = None
         self.kernel: tuple[Tool, ...] = ()
         self.wait: Tool | None = None
         self.last_target: Target | None = None
@@ -272,7 +279,8 @@ class Lifecycle:
             rt.key, parts.profile, rt.host.outlets, rt.bus, self._clock, lambda: rt.turn_state, lambda: self.last_target
         )
         self.images = ImageResolver(resources.center, accepts_images=parts.accepts_images)
-        self.kernel = (make_read_tool(resources.center), make_send_message_tool(self.outbox), make_finish_tool())
+        read = make_read_tool(resources.center, trust=lambda: rt.turn_state.trust)
+        self.kernel = (read, make_send_message_tool(self.outbox), make_finish_tool())
         self.wait = make_wait_tool(rt.waiter)
         rt.context_engine = _create("context", parts.context, rt)
         rt.toolcall_engine = _create("toolcall", parts.toolcall, rt)
@@ -294,6 +302,16 @@ class Lifecycle:
             max_steps=parts.profile.max_steps,
             shutdown_grace=rt.host.shutdown_grace,
         )
+        estimator = _token_estimator()
+        self.sessions = SessionManager(
+            runtime_key=str(rt.key),
+            profile=parts.profile.id,
+            log=self.log,
+            agent=self.agent,
+            summarizer=Summarizer(TurnCallModel(parts.model), estimator=estimator),  # it logs its own usage
+            estimator=estimator,
+            trust_of=rt.turns.policy.of_entry,
+        )
 
     async def _begin(self, tg: TaskGroup) -> None:
         rt = self._rt
@@ -313,6 +331,7 @@ class Lifecycle:
         rt.seed_pending([*tail.pending, *interrupted])
         for name, instance in zip(rt.extensions.names, rt.extensions.instances, strict=True):
             await rt.extensions.attach(name, instance)
+        await rt.gate.build()
         if rt.wakeup_engine is not None:
             self._wakeup_dispose = rt.wakeup_engine.attach(rt)
         rt.turns.subscribe_late(rt.bus)
@@ -372,6 +391,9 @@ class Lifecycle:
             while self._delivering:  # an event made durable is decided on before the agent stops
                 await self._changed.wait()
             await self.settled()
+            while self._background:  # work after a turn (a retry after compaction) may queue another turn
+                await self.background_done()
+                await self.settled()
         # Still delivering, or turns queued that the stop drops: the log owes them a decision, so no clean-stop
         # marker (the next start decides on them; a running turn is marked to be resumed by the agent itself).
         self._owes = bool(self._delivering or agent.queued)

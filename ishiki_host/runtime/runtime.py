@@ -9,8 +9,13 @@ test harness) runs it in a task group::
     entry = await runtime.deliver(event)   # ingest only; the wakeup engine decides whether a turn runs
     await runtime.stop()               # finishes (or after the grace aborts) turns, stops and disposes
 
-Everything a turn needs is assembled per turn (``_setup``): the trust level from the senders of the turn's
-new messages, the tool surface (``runtime.surface``), and the system prompt (``runtime.prompt``).
+Everything a turn needs is assembled per turn (``setup_turn``): the trust level from the senders of the turn's
+new messages, the extensions and tools switched on for the profile (``plugin_settings``), the tool surface
+(``runtime.surface``), and the system prompt (``runtime.prompt``).
+
+Every runtime has a command layer (``gate``: admission, slash commands, host notices; ``runtime.gate``) as its
+first inbound filter, and a ``SessionManager`` (``sessions``: ``/clear``, ``/compact``, compactions); the
+memory extension gives the sessions its store and summarizer settings.
 """
 
 from __future__ import annotations
@@ -22,16 +27,20 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ishiki_host.commands.switches import enabled_extensions
 from ishiki_host.core.agent import Agent
 from ishiki_host.core.bus import EventBus
 from ishiki_host.core.turns import Turn, TurnHandle, TurnSetup
 from ishiki_host.errors import AgentStopped
 from ishiki_host.runtime.extensions import MountedExtensions
+from ishiki_host.runtime.gate import CommandGate
 from ishiki_host.runtime.hooks import RuntimeHooks
 from ishiki_host.runtime.inbound import capture_attachments, inbound_message
 from ishiki_host.runtime.lifecycle import Lifecycle
 from ishiki_host.runtime.paths import RuntimeKey, runtime_dir
+from ishiki_host.runtime.policy import SWITCHES_STAGE, switches_stage
 from ishiki_host.runtime.prompt import control_flow, join_sections
+from ishiki_host.runtime.repeats import RecentInbound
 from ishiki_host.runtime.surface import SurfaceContext, default_surface
 from ishiki_host.runtime.tracker import TurnTracker
 from ishiki_host.runtime.usage import in_runtime
@@ -50,6 +59,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.hooks import AgentHooks
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import Tool, TrustLevel
+    from ishiki_host.memory.sessions import SessionManager
     from ishiki_host.runtime.disclosure import ToolDisclosure
     from ishiki_host.runtime.events import IshikiEvent
     from ishiki_host.runtime.images import ImageResolver
@@ -101,6 +111,8 @@ class AgentRuntime:
         self.extensions = MountedExtensions(self, self._logger)
         self.waiter = Waiter(host.clock, self._wake_for_waiter)
         self.surface = surface or default_surface()
+        if surface is None:
+            self.surface.add(SWITCHES_STAGE, switches_stage(self), after="extensions")
         self.disclosure: ToolDisclosure | None = None  # codemode / toolsearch, when the profile turns them on
         if parts.profile.codemode is not None or parts.profile.toolsearch is not None:
             # Imported here: QuickJS and the search index cost ~40 ms of start-up a profile without them never needs.
@@ -111,9 +123,11 @@ class AgentRuntime:
         self._extra_hooks = tuple(extra_hooks)
         self._extra_tools = tuple(extra_tools)
         self._with_kernel = kernel_tools
-        self._filters: list[InboundFilter] = []
+        self._recent = RecentInbound()
         self.lifecycle = Lifecycle(self, host.clock)
         self.turns = TurnTracker(self)
+        self.gate = CommandGate(self, self.turns.policy)
+        self._filters: list[InboundFilter] = [self.gate]
         self.context_engine: Any = None
         self.wakeup_engine: Any = None
         self.toolcall_engine: Any = None
@@ -209,10 +223,12 @@ class AgentRuntime:
         """Another model of ``models.yaml`` (a group or ``provider:modelId``)."""
         return self._host.models(ref)
 
-    async def wake(self, prompt: str | None = None, *, priority: Priority = "interactive") -> TurnHandle:
-        """Queue a turn with ``prompt`` (missing or blank: "Continue.")."""
+    async def wake(
+        self, prompt: str | None = None, *, priority: Priority = "interactive", info: Mapping[str, Any] | None = None
+    ) -> TurnHandle:
+        """Queue a turn with ``prompt`` (missing or blank: "Continue."); ``info`` goes into its trigger."""
         text = prompt if prompt is not None and prompt.strip() else "Continue."
-        return await self.agent.continue_(text, priority=priority, reason="wake")
+        return await self.agent.continue_(text, priority=priority, reason="wake", info=info)
 
     def spawn(self, fn: Callable[[], Awaitable[object]], *, name: str) -> None:
         """Run ``fn()`` in the runtime's task group, off the path of turns; a failure is logged with ``name``.
@@ -262,6 +278,11 @@ class AgentRuntime:
         return self.turns.turn
 
     @property
+    def sessions(self) -> SessionManager:
+        """The runtime's sessions (``/clear``, ``/compact``, automatic compactions)."""
+        return self.lifecycle.need(self.lifecycle.sessions, "sessions")
+
+    @property
     def extra_tools(self) -> Sequence[Tool]:
         """Tools the owner added."""
         return self._extra_tools
@@ -282,8 +303,8 @@ class AgentRuntime:
         return self._extra_hooks
 
     async def extension_tools(self) -> list[tuple[str, Sequence[Tool]]]:
-        """Each extension's tools for this turn."""
-        return await self.extensions.tools()
+        """Each extension's tools for this turn (the extensions switched on)."""
+        return await self.extensions.tools(only=self.turns.turn.extensions)
 
     def admit_joined(self) -> None:
         """Move inbound messages appended since the turn began into it; they may lower its trust."""
@@ -341,21 +362,26 @@ class AgentRuntime:
         """Ingest ``event``: capture attachments, append it (joining a running turn); return the durable entry.
 
         Nothing is decided here: the wakeup engine decides after the append. ``None`` when an inbound filter
-        consumed the event. ``AgentStopped`` when the runtime is not running.
+        consumed the event, or when it repeats one the runtime took before (``runtime.repeats``: a platform
+        sent it again after a crash). ``AgentStopped`` when the runtime is not running.
         """
         if self.lifecycle.state != "ready":
             raise AgentStopped(f"runtime {self._key} is {self.lifecycle.state}; it takes no input")
         with self.lifecycle.delivering(), in_runtime(self):
-            for inbound_filter in self._filters:
-                if await inbound_filter(self, event):
+            async with self._recent.admit(self.log, event) as new:
+                if not new:
+                    self._logger.info("%s %s in %s was taken before; ignored", event.kind, event.message_id, event.sid)
                     return None
-            assets = self.lifecycle.need(self.lifecycle.resources, "resources").assets
-            kept, problems = await capture_attachments(assets, attachments)
-            data = inbound_message(event, self.turns.sender_level(event), kept)
-            if problems:
-                data["attachment_errors"] = problems
-            delivery = await self.agent.send(data, trigger=False, if_busy="join")
-            return await delivery.wait()
+                for inbound_filter in self._filters:
+                    if await inbound_filter(self, event):
+                        return None
+                assets = self.lifecycle.need(self.lifecycle.resources, "resources").assets
+                kept, problems = await capture_attachments(assets, attachments)
+                data = inbound_message(event, self.turns.sender_level(event), kept)
+                if problems:
+                    data["attachment_errors"] = problems
+                delivery = await self.agent.send(data, trigger=False, if_busy="join")
+                return await delivery.wait()
 
     async def _wake_for_waiter(self, prompt: str | None, info: Mapping[str, object]) -> None:
         await self.agent.continue_(prompt, reason="wait", info=dict(info))
@@ -363,8 +389,13 @@ class AgentRuntime:
     # -- per turn ---------------------------------------------------------------------------------------
 
     async def setup_turn(self, turn: Turn) -> TurnSetup:
-        """The agent's per-turn setup: trust, tool surface and system prompt."""
-        trust = self.turns.turn.trust
+        """The agent's per-turn setup: trust, the extensions switched on, tool surface and system prompt."""
+        await self.sessions.barrier()  # a /clear or /compact being written goes first
+        state = self.turns.turn
+        store = self.services.get("memory")
+        if store is not None:
+            state.extensions = tuple(await enabled_extensions(store, self.profile.id, self.extensions.names))
+        trust = state.trust
         tools = await self.surface.assemble(SurfaceContext(self, turn, trust))
         return TurnSetup(system=await self.system_prompt(trust), tools=tools, trust=trust)
 
@@ -374,7 +405,7 @@ class AgentRuntime:
             self.profile.persona,
             control_flow(self._key, self.profile, trust, has_wait=self.wait_tool is not None),
             self.disclosure.instructions() if self.disclosure is not None else None,
-            *await self.extensions.instructions(),
+            *await self.extensions.instructions(only=self.turns.turn.extensions),
         ]
         for engine in (self.toolcall_engine, self.context_engine):
             if engine is not None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
+from ishiki_host.commands.trust import TrustPolicy, lowest
 from ishiki_host.errors import FactLogError
 from ishiki_host.runtime.inbound import is_inbound
-from ishiki_host.runtime.trust import TrustPolicy, lowest
 from ishiki_host.runtime.turnstate import TurnReport, TurnState, source_target
 
 if TYPE_CHECKING:
@@ -28,10 +28,15 @@ if TYPE_CHECKING:
     from ishiki_host.runtime.events import IshikiEvent
     from ishiki_host.runtime.runtime import AgentRuntime
 
-__all__ = ["PENDING_LIMIT", "TurnTracker"]
+__all__ = ["PENDING_LIMIT", "TurnTracker", "event_sender"]
 
 PENDING_LIMIT = 500  # inbound entries kept for a turn's trust; older ones only leave their level behind
 _TURN_ENDS = ("turn.done", "turn.failed", "turn.aborted")
+
+
+def event_sender(event: IshikiEvent) -> str | None:
+    """``platform:userId`` of an event's sender (``None`` when the event names none)."""
+    return f"{event.platform}:{event.user.id}" if event.user is not None and event.user.id else None
 
 
 class TurnTracker:
@@ -39,22 +44,22 @@ class TurnTracker:
 
     def __init__(self, runtime: AgentRuntime):
         self._rt = runtime
-        self._policy = TrustPolicy(runtime.profile.trust)
+        self.policy = TrustPolicy(runtime.profile.trust)
         self._home = TrustPolicy.home_level(runtime.key.sid)
         self.turn = TurnState(trust=self._home)
         self._pending: list[Entry] = []
         self._floor: TrustLevel | None = None
 
     def sender_level(self, event: IshikiEvent) -> TrustLevel:
-        """The trust level of an event's sender."""
-        return self._policy.level(f"{event.platform}:{event.user.id}" if event.user is not None else None)
+        """The trust level of an event's sender (written on its entry at ingest)."""
+        return self.policy.level(event_sender(event))
 
     def admit_joined(self) -> None:
         """Move the pending inbound entries into the running turn; they may lower its trust."""
         if not self._pending:
             return
         entries, self._pending = self._pending, []
-        levels = [self._policy.of_entry(e) for e in entries]
+        levels = [self.policy.of_entry(e) for e in entries]
         if self._floor is not None:
             levels.append(self._floor)
             self._floor = None
@@ -88,7 +93,7 @@ class TurnTracker:
         if len(self._pending) > PENDING_LIMIT:
             dropped = self._pending.pop(0)
             floor = [self._floor] if self._floor is not None else []
-            self._floor = lowest([self._policy.of_entry(dropped), *floor], "owner")
+            self._floor = lowest([self.policy.of_entry(dropped), *floor], "owner")
         self._rt.lifecycle.last_target = source_target(entry) or self._rt.lifecycle.last_target
         # Sync unless a wait is armed: the bus awaits (and times) only handlers that return an awaitable.
         return self._rt.waiter.note_message() if self._rt.waiter.armed else None
@@ -115,12 +120,13 @@ class TurnTracker:
             tuple(state.inbound),
             tuple(state.sent),
             outcome,
+            state.trust,
         )
         rt = self._rt
         if isinstance(outcome.error, FactLogError):
             rt.lifecycle.log_failed(outcome.error)
         if rt.extensions.implements("ishiki_turn_finished"):
-            rt.lifecycle.background(rt.extensions.turn_finished(report))
+            rt.lifecycle.background(rt.extensions.turn_finished(report, only=state.extensions))
         if outcome.unseen and rt.wakeup_engine is not None:
             return self._reconsider(outcome.unseen)
         rt.lifecycle.turn_ended()

@@ -30,12 +30,16 @@ def source_target(entry: Entry) -> Target | None:
 
 @dataclass(eq=False)
 class TurnState:
-    """One turn's trust and inbound messages (``number`` is ``None`` between turns)."""
+    """One turn's trust and inbound messages (``number`` is ``None`` between turns).
+
+    ``extensions``: the names of the extensions switched on for this turn (``/extensions``), ``None`` for all.
+    """
 
     trust: TrustLevel
     number: int | None = None
     inbound: list[Entry] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
+    extensions: tuple[str, ...] | None = None
 
     def targets(self) -> set[Target]:
         """The channels the turn's inbound messages came from."""
@@ -53,7 +57,8 @@ class TurnState:
 @dataclass(frozen=True)
 class TurnReport:
     """A finished turn: its end (``status``/``reason``/``error``), the inbound messages it answered and the
-    platform ids of what it sent. ``outcome`` is the agent's own ``TurnOutcome``."""
+    platform ids of what it sent. ``outcome`` is the agent's own ``TurnOutcome``; ``trust`` the level the turn
+    ran at (what it produced is readable at that level and above)."""
 
     turn: int
     status: TurnStatus
@@ -62,3 +67,4 @@ class TurnReport:
     inbound: tuple[Entry, ...]
     sent_ids: tuple[str, ...]
     outcome: TurnOutcome
+    trust: TrustLevel = "owner"

@@ -67,8 +67,12 @@ async def watch(
     take: Callable[[], Awaitable[Snapshot]],
     reload: Callable[[], Awaitable[Any]],
     last: Snapshot,
+    tick: Callable[[], Awaitable[Any]] | None = None,
 ) -> None:
-    """Every ``interval`` seconds, ``take`` a snapshot; when it differs from the last one, ``reload``."""
+    """Every ``interval`` seconds, ``take`` a snapshot; when it differs from the last one, ``reload``.
+
+    ``tick`` runs on every round after that, for files with watchers of their own (``heartbeats.json``).
+    """
     while True:
         await clock.sleep(interval)
         current = await take()
@@ -78,3 +82,8 @@ async def watch(
                 await reload()
             except Exception:
                 logger.exception("reloading the config failed; the running config stays")
+        if tick is not None:
+            try:
+                await tick()
+            except Exception:
+                logger.exception("a reload tick failed")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,7 +57,7 @@ class FakeChannelHost:
 
     ``root`` holds the connection's ``state_dir`` (``root/state``) and the resource home attachments are
     captured into (``root/runtime``). The clock defaults to a ``FakeClock``: back-off waits only move when the
-    test advances it.
+    test advances it; ``rng`` (the connection's random source) defaults to ``random.Random(0)``.
     """
 
     def __init__(
@@ -64,10 +65,12 @@ class FakeChannelHost:
         root: Path,
         *,
         clock: Clock | None = None,
+        rng: random.Random | None = None,
         logger: logging.Logger | None = None,
         routed: bool = True,
     ):
         self.clock: Clock = clock or FakeClock()
+        self.rng = rng or random.Random(0)
         self.state_dir = Path(root) / "state"
         self.fetchers = AssetFetchers()
         self.logger = logger or logging.getLogger("ishiki.channel.test")

@@ -3,9 +3,10 @@
 ``FakeConnection`` implements ``ChannelConnection``: ``send`` splits at ``limit`` and records a
 ``SentMessage`` (ids ``out-1``, ``out-2``...), ``send_typing`` records the channel, and ``say(text)`` shapes an
 event and dispatches it through the ``ChannelHost`` the connection was made with, returning the host's
-``Delivery``. ``fail_sends`` scripts the next sends: each entry is consumed by one send, an error text fails
-it, ``None`` lets it through. ``FakeChannel`` is its plugin
-class (platform ``fake``), for hosts built with ``registry_with``.
+``Delivery``. Inbound ids (``in-<n>``) are unique in the test process, as a platform's are: a host restarted
+on the same data directory never takes new input for a repeat of old input. ``fail_sends`` scripts the next
+sends: each entry is consumed by one send, an error text fails it, ``None`` lets it through. ``FakeChannel``
+is its plugin class (platform ``fake``), for hosts built with ``registry_with``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from ishiki_host.channels.base import ChannelHost, Delivery, InboundAttachment, OutboundFile
 
 __all__ = ["FakeChannel", "FakeConnection", "SentMessage"]
+
+_INBOUND_IDS = itertools.count(1)  # shared by every connection of the process (see the module docstring)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +59,6 @@ class FakeConnection:
         self.fail_sends: list[str | None] = []
         self.runs = 0
         self._ids = itertools.count(1)
-        self._inbound_ids = itertools.count(1)
         self._changed = anyio.Event()
 
     @property
@@ -132,7 +134,7 @@ class FakeConnection:
             platform=self._platform,
             self_id=self._self_id,
             channel_id=channel_id,
-            message_id=message_id or f"in-{next(self._inbound_ids)}",
+            message_id=message_id or f"in-{next(_INBOUND_IDS)}",
             timestamp=timestamp if timestamp is not None else (self.host.clock.now() if self.host else 0.0),
             user=User(user_id, user_name),
             content=text,

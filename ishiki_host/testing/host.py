@@ -54,11 +54,21 @@ TEST_ENGINES = "wakeup: {engine: every}\ncontext: {engine: plain}\ntoolcall: {en
 
 
 def profile_yaml(
-    claims: str = "fake:bot: ['*']", *, model: str = "default", mode: str = "channel", extra: str = ""
+    claims: str = "fake:bot: ['*']",
+    *,
+    model: str = "default",
+    mode: str = "channel",
+    extra: str = "",
+    summarizer: str | None = "off",
 ) -> str:
-    """A profile.yml with the test engines; ``claims`` is the body of ``channels:`` (one line per sid)."""
+    """A profile.yml with the test engines; ``claims`` is the body of ``channels:`` (one line per sid).
+
+    ``summarizer`` is the ``session.summarizer`` mode written: ``off`` by default, because the summarizer's
+    background calls would take answers scripted for turns; ``None`` writes no ``session`` section.
+    """
     body = "\n".join(f"  {line}" for line in claims.splitlines())
-    return f"model: {model}\nmode: {mode}\nchannels:\n{body}\n{TEST_ENGINES}{extra}"
+    session = f"session: {{summarizer: {summarizer}}}\n" if summarizer is not None else ""
+    return f"model: {model}\nmode: {mode}\nchannels:\n{body}\n{TEST_ENGINES}{session}{extra}"
 
 
 def models_yaml(server: FakeModelServer, *, models: tuple[str, ...] = ("fake-model",), extra: str = "") -> str:

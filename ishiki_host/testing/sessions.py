@@ -26,7 +26,6 @@ from ishiki_host.commands import CommandTable, Invocation, builtin_commands, run
 from ishiki_host.config.profile_types import ExtensionUse, Profile
 from ishiki_host.core.clock import Clock, FakeClock
 from ishiki_host.core.model import ModelRequest, ModelResult
-from ishiki_host.memory.sessions import SessionManager
 from ishiki_host.memory.store import MemoryStore
 from ishiki_host.memory.summarizer import Summarizer
 from ishiki_host.runtime.events import IshikiEvent, User
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.core.turns import TurnOutcome
+    from ishiki_host.memory.sessions import SessionManager
 
 __all__ = ["SessionRig", "StaticHostView", "inbound_data"]
 
@@ -150,15 +150,10 @@ class SessionRig:
                 context_window=self._context_window,
             )
         )
-        self.sessions = SessionManager(
-            runtime_key=str(self.rt.key),
-            profile=self.profile.id,
-            log=self.rt.log,
-            agent=self.rt.agent,
-            store=self.store,
-            summarizer=Summarizer(self.summarizer_model),
-            idle_timeout=self._idle_timeout,
-        )
+        self.sessions: SessionManager = self.rt.sessions  # the runtime's own, as its commands use it
+        self.sessions.store = self.store
+        self.sessions.summarizer = Summarizer(self.summarizer_model)
+        self.sessions.idle_timeout = self._idle_timeout
         await self.sessions.start()
         return self
 

@@ -4,12 +4,14 @@ Pages hold at most 2,000 lines and 30,000 characters (the center's limits). ``li
 fragment) selects lines; a page that does not end the selection says how to continue (``offset``, and
 ``column`` inside a line longer than a page). ``?view=meta`` describes a resource without reading it; binary
 content is described, never shown. The tool is ``untrusted``: every sender's reply may need to read the
-runtime's own resources (asset URLs of the message being answered, artifacts of the turn's tool calls).
+runtime's own resources (asset URLs of the message being answered, artifacts of the turn's tool calls). What
+it may read is decided per scheme: each read carries the running turn's trust level (``trust()``), and the
+resource center refuses a scheme, or an artifact, that needs more (``forbidden``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.tools import Tool, ToolResult
@@ -22,7 +24,7 @@ from ishiki_host.runtime.resources.paging import (
 )
 
 if TYPE_CHECKING:
-    from ishiki_host.core.tools import ToolContext
+    from ishiki_host.core.tools import ToolContext, TrustLevel
     from ishiki_host.runtime.resources.center import ReadResult, ResourceCenter
 
 __all__ = [
@@ -140,13 +142,21 @@ def render_read_result(result: ReadResult) -> str:
     return "\n".join(out)
 
 
-def make_read_tool(center: ResourceCenter) -> Tool:
-    """The kernel ``read`` tool over ``center`` (trust ``untrusted``)."""
+def _host_reads() -> TrustLevel | None:
+    return None
+
+
+def make_read_tool(center: ResourceCenter, *, trust: Callable[[], TrustLevel | None] = _host_reads) -> Tool:
+    """The kernel ``read`` tool over ``center`` (trust ``untrusted``).
+
+    ``trust()`` gives the running turn's level, which every read carries (``None``: no check, for tools used
+    outside a runtime's turns).
+    """
 
     async def handler(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         try:
             url, lines, offset, column = parse_read_arguments(args)
-            result = await center.read(url, lines=lines, offset=offset, column=column)
+            result = await center.read(url, lines=lines, offset=offset, column=column, trust=trust())
         except ResourceError as exc:
             return ToolResult(content=f"read failed: {exc}", is_error=True, data={"error": exc.code})
         return ToolResult(content=render_read_result(result), data=result.to_dict())

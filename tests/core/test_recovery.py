@@ -202,3 +202,26 @@ async def test_a_turn_aborted_by_stopping_is_reported_on_the_next_start(log_path
         assert (recovered.aborted_turn, recovered.crashed, recovered.repaired) == (1, False, ())
         assert [Message.from_dict(e.data).text for e in recovered.unanswered] == ["answer me"]
     await log.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("end", ["crash", "stopped"])
+async def test_a_message_that_came_as_the_last_turn_ended_is_unanswered_when_its_own_turn_breaks(
+    log_path: Path, end: str
+) -> None:
+    entries = [
+        user("good morning"),
+        event("turn.start", 1, triggers=[{"by": "continue", "entry": 1}]),
+        user("what is the weather?"),  # appended while turn 1 was ending: unseen by it, older than its end
+        event("turn.done", 1, reason="sent"),
+        event("turn.start", 2, triggers=[{"by": "continue", "entry": 3, "rule": "direct"}]),
+    ]
+    if end == "stopped":
+        entries.append(event("turn.aborted", 2, reason="shutdown", resume=True))
+    write(log_path, entries)
+    log, agent = await start_agent(log_path, ScriptedModel([]))
+    async with running(agent):
+        assert agent.recovered is not None
+        assert agent.recovered.aborted_turn == 2
+        assert [Message.from_dict(e.data).text for e in agent.recovered.unanswered] == ["what is the weather?"]
+    await log.close()

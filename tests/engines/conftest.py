@@ -26,6 +26,7 @@ def inbound_message(
     platform: str = "telegram",
     self_id: str = "bot1",
     trust: str | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``data`` of a message entry for an inbound platform message (what ``runtime.deliver`` appends)."""
     event = IshikiEvent(
@@ -40,6 +41,7 @@ def inbound_message(
         quote=quote,
         mentions_self=mentions,
         attachments=attachments,
+        extra=extra or {},
     )
     data = {**Message.user(text).to_dict(), "source": event.to_dict()}
     if trust is not None:

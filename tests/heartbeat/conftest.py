@@ -1,11 +1,14 @@
-"""Fixtures of the heartbeat tests: a store on a temporary file, a scripted runner, a scheduler driver.
+"""Fixtures of the heartbeat tests: a store on a temporary file, a scripted runner, a scheduler driver, and a
+real ``Host`` with its heartbeat service (``beat_host``).
 
 Time only moves when a test says so (``FakeClock``); ``Driver.hop`` jumps to the scheduler's next wake-up and
-waits (on events, never on time) until the scheduler has dealt with it.
+waits (on events, never on time) until the scheduler has dealt with it; ``BeatHost.run_to`` does the same on
+a whole host.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,8 +23,9 @@ import pytest
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.messages import ToolCall
 from ishiki_host.errors import ModelUnavailable
-from ishiki_host.heartbeat import HeartbeatScheduler
+from ishiki_host.heartbeat import HeartbeatScheduler, HeartbeatService
 from ishiki_host.memory import Beat, MemoryStore
+from ishiki_host.testing import TestHost
 
 # Every wait in these tests is for an event; this bound only turns a hang into a failure.
 HANG = 20.0
@@ -142,3 +146,69 @@ def at(text: str, tz: str) -> float:
 def wall() -> Callable[[str, str], float]:
     """``wall("2024-03-31 02:30", "Europe/Berlin")`` as epoch seconds."""
     return at
+
+
+# --- a real Host with heartbeats ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def beats_file() -> Callable[..., str]:
+    """``beats_file(*entries)``: ``heartbeats.json`` text."""
+
+    def text(*entries: dict[str, Any]) -> str:
+        return json.dumps(list(entries))
+
+    return text
+
+
+class BeatHost:
+    """A running ``TestHost`` and its heartbeat service, driven on the host's ``FakeClock``."""
+
+    def __init__(self, th: TestHost):
+        self.th = th
+        self.clock: FakeClock = th.clock  # type: ignore[assignment]
+
+    @property
+    def service(self) -> HeartbeatService:
+        service = self.th.host.heartbeats
+        assert service is not None, "the host runs no heartbeats"
+        return service
+
+    @property
+    def store(self) -> MemoryStore:
+        return self.service.store
+
+    async def settle(self) -> None:
+        """No run going, the timer armed for a time still ahead."""
+        with anyio.fail_after(HANG):
+            await self.service.scheduler.settled()
+
+    async def run_to(self, when: float) -> None:
+        """Move the clock to ``when`` (a slot) and let the scheduler deal with it."""
+        await self.settle()
+        await self.clock.advance(when - self.clock.now())
+        await self.settle()
+
+    async def next_run(self, beat_id: str) -> float:
+        beat = await self.store.heartbeats.get(beat_id)
+        assert beat is not None, f"no beat {beat_id}"
+        assert beat.next_run is not None, f"beat {beat_id} is not scheduled"
+        return beat.next_run
+
+    async def outcomes(self, beat_id: str) -> list[tuple[str, str | None]]:
+        """The runs of a beat, oldest first."""
+        return [(r.outcome, r.output) for r in reversed(await self.store.heartbeats.runs(beat_id, limit=100))]
+
+
+@pytest.fixture
+def beat_host(make_host: Any) -> Callable[..., Any]:
+    """``async with beat_host(profiles=..., files=..., host=...) as bh``: a started host with heartbeats."""
+
+    @asynccontextmanager
+    async def start(**options: Any) -> AsyncIterator[BeatHost]:
+        async with make_host(**options) as th:
+            driver = BeatHost(th)
+            await driver.settle()
+            yield driver
+
+    return start

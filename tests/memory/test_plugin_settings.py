@@ -47,6 +47,9 @@ async def test_effective_map_for_a_turn(store: MemoryStore) -> None:
     await settings.set("channel", "a", True)
     assert await settings.effective("tool", profile="alice") == {"a": False, "b": True}
     assert await settings.effective("tool", profile="bob") == {"a": False, "b": False, "c": False}
+    remembered = await settings.effective("tool", profile="bob")
+    remembered["a"] = True  # a caller's copy: what the repository remembers stays as stored
+    assert (await settings.effective("tool", profile="bob"))["a"] is False
     assert [r.kind for r in await settings.all(kind="channel")] == ["channel"]
 
 

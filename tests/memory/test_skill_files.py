@@ -10,6 +10,7 @@ import pytest
 from ishiki_host.errors import ResourceError
 from ishiki_host.memory import MemoryStore
 from ishiki_host.memory.skills import (
+    SKILL_TRUST,
     SKILLS_HEADER,
     SkillScheme,
     SkillsWatcher,
@@ -19,7 +20,7 @@ from ishiki_host.memory.skills import (
     scan_skills,
     skills_section,
 )
-from ishiki_host.runtime.resources import ResourceCenter
+from ishiki_host.runtime.resources import ResourceCenter, ResourceRequest, parse_resource_url
 
 pytestmark = pytest.mark.anyio
 
@@ -142,10 +143,9 @@ async def test_the_skill_scheme(tmp_path: Path, store: MemoryStore) -> None:
     write(tmp_path, "brew-tea", skill("brew-tea", "Brew tea.", "# Brewing\nWater at 80°C.\n"))
     write(tmp_path, "haiku", skill("haiku", "Write haiku."))
     await SkillsWatcher(tmp_path, store).poll()
-    level = ["trusted"]
     center = ResourceCenter()
-    scheme = SkillScheme(tmp_path, store, enabled={"brew-tea"}, trust=lambda: level[0])  # type: ignore[arg-type,return-value]
-    center.register("skill", scheme, owner="ishiki.ext.skills")
+    scheme = SkillScheme(tmp_path, store, enabled={"brew-tea"})
+    center.register("skill", scheme, owner="ishiki.ext.skills", trust=SKILL_TRUST)
 
     read = await center.read("skill://brew-tea")
     assert read.text == "# Brewing\nWater at 80°C."
@@ -162,11 +162,13 @@ async def test_the_skill_scheme(tmp_path: Path, store: MemoryStore) -> None:
     write(tmp_path, "brew-tea", skill("brew-tea", "Brew tea.", "Edited.\n"))
     assert (await center.read("skill://brew-tea")).text == "Edited."  # bodies are read at each read
 
-    level[0] = "untrusted"
-    with pytest.raises(ResourceError, match="not available in this conversation"):
-        await center.read("skill://brew-tea")
+    with pytest.raises(ResourceError, match="skill:// needs trust trusted; this conversation is untrusted"):
+        await center.read("skill://brew-tea", trust="untrusted")
+    with pytest.raises(ResourceError, match="not available in this conversation") as refused:
+        await scheme.read(ResourceRequest(parse_resource_url("skill://brew-tea"), trust="untrusted"))
+    assert refused.value.code == "forbidden"
+    assert (await center.read("skill://brew-tea", trust="trusted")).text == "Edited."
 
-    level[0] = "owner"
     (tmp_path / "skills" / "brew-tea" / "SKILL.md").write_text("gone wrong", encoding="utf-8")
     with pytest.raises(ResourceError, match="cannot be read now"):
         await center.read("skill://brew-tea")

@@ -12,8 +12,9 @@ __all__ = ["MessageFeatures", "RandomSource"]
 class MessageFeatures:
     """The facts of one incoming message that wakeup rules look at.
 
-    ``mentions_self``: the message mentions the bot (``@bot``); ``quotes_self``: it quotes or replies to one of
-    the bot's messages; ``is_direct``: it arrived in a direct (private) chat; ``text``: its plain text.
+    ``mentions_self``: the message mentions the bot (``@bot``), or came in a group that needs no mention;
+    ``quotes_self``: it quotes or replies to one of the bot's messages; ``is_direct``: it arrived in a direct
+    (private) chat; ``text``: its plain text.
     """
 
     mentions_self: bool = False

@@ -5,6 +5,17 @@ shaped event of kind ``message.created`` (``runtime.deliver`` appends these). Th
 inbound: it speaks through tool calls (assistant and tool entries), and channels drop the platform's echoes of
 what it sent by message id before they reach the log. Every wakeup engine decides from these helpers, so they
 agree on what counts as a message, which channel it is in, and what it says.
+
+Two facts channels report in ``source.extra`` shape every engine's decision alike:
+
+- **edits** (``extra.editedAt``: a new version of a message already recorded) never start a turn by
+  themselves (``wake_source`` is ``None`` for them): fixing a typo must not get a second answer. The edit is
+  in the log, so the next turn sees the new text;
+- **open chats** (``extra.mentionRequired`` is ``false``: the operator set a group to need no mention) make
+  every message there count as addressed to the bot (``addressed``): the standard engine answers it (rule
+  ``open``), the willingness engine adds the ``atMention`` gain, the jev engine applies its ``atSelf`` rule.
+  ``mentionRequired: true`` (or missing) changes nothing: the standard engine already needs a mention in
+  groups, and willingness and jev are chosen to speak up unaddressed.
 """
 
 from __future__ import annotations
@@ -18,13 +29,17 @@ if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
 
 __all__ = [
+    "addressed",
     "channel_key",
     "inbound_source",
     "is_direct",
+    "is_edit",
+    "is_open_chat",
     "message_features",
     "message_text",
     "quotes_self",
     "source_channel",
+    "wake_source",
 ]
 
 
@@ -37,6 +52,32 @@ def inbound_source(entry: Entry) -> Mapping[str, Any] | None:
     if source.get("kind", "message.created") != "message.created":
         return None
     return source
+
+
+def wake_source(entry: Entry) -> Mapping[str, Any] | None:
+    """The shaped event of an inbound message that may start a turn: ``inbound_source``, but not for an edit."""
+    source = inbound_source(entry)
+    return None if source is None or is_edit(source) else source
+
+
+def _extra(source: Mapping[str, Any]) -> Mapping[str, Any]:
+    extra = source.get("extra")
+    return extra if isinstance(extra, Mapping) else {}
+
+
+def is_edit(source: Mapping[str, Any]) -> bool:
+    """Whether the message is a new version of one already recorded (``extra.editedAt``)."""
+    return _extra(source).get("editedAt") is not None
+
+
+def is_open_chat(source: Mapping[str, Any]) -> bool:
+    """Whether the message came in a group configured to need no mention (``extra.mentionRequired: false``)."""
+    return _extra(source).get("mentionRequired") is False and not is_direct(source)
+
+
+def addressed(source: Mapping[str, Any]) -> bool:
+    """Whether the message counts as addressed to the bot: it mentions the bot, or its chat is open."""
+    return bool(source.get("mentionsSelf")) or is_open_chat(source)
 
 
 def is_direct(source: Mapping[str, Any]) -> bool:
@@ -63,12 +104,13 @@ def message_text(entry: Entry) -> str:
 
 
 def message_features(entry: Entry) -> MessageFeatures | None:
-    """The features wakeup models score an inbound message by; ``None`` when ``entry`` is not inbound."""
-    source = inbound_source(entry)
+    """The features wakeup models score an inbound message by; ``None`` when ``entry`` is not inbound or may
+    not start a turn (an edit). ``mentions_self`` is ``addressed``: true in an open chat too."""
+    source = wake_source(entry)
     if source is None:
         return None
     return MessageFeatures(
-        mentions_self=bool(source.get("mentionsSelf")),
+        mentions_self=addressed(source),
         quotes_self=quotes_self(source),
         is_direct=is_direct(source),
         text=message_text(entry),

@@ -24,6 +24,10 @@ the channel while the judge ran, the verdict is recorded but starts nothing (tha
 
 The cooldown's clock is kept in memory: after a restart the first message is judged even if the bot spoke a
 moment before.
+
+An edit of a message (``source.extra.editedAt``) is not decided on (the judge sees it in the history of the
+next call); a message in a group that needs no mention (``source.extra.mentionRequired: false``) counts as
+mentioning the bot, so ``atSelf`` applies (see ``_inbound``).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import anyio
 
 from ishiki_host.core.dispatch import run_with_deadline
 from ishiki_host.engines._options import model_option
-from ishiki_host.engines.wakeup._inbound import channel_key, inbound_source, message_features, source_channel
+from ishiki_host.engines.wakeup._inbound import channel_key, message_features, source_channel, wake_source
 from ishiki_host.engines.wakeup._judge_history import chat_history
 from ishiki_host.engines.wakeup.jev_model import (
     JEV_CONFIG_SCHEMA,
@@ -160,7 +164,7 @@ class JevWakeup:
 
     async def decide(self, entry: Entry) -> JevDecision | None:
         """Rules and cooldown for an inbound message; ``None`` when not inbound or the judge was asked."""
-        source, features = inbound_source(entry), message_features(entry)
+        source, features = wake_source(entry), message_features(entry)
         if source is None or features is None:
             return None
         channel = source_channel(source)

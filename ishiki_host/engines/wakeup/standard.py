@@ -4,8 +4,10 @@ The instance subscribes to the runtime's bus. For every inbound platform message
 role ``user`` and a ``data.source`` of kind ``message.created``) it starts a turn, ``agent.continue_(None,
 reason="wakeup.standard", info={"entry": id, "rule": rule})``, when a rule holds, checked in this order:
 ``direct`` (a private chat), ``mention`` (``source.mentionsSelf``), ``quote`` (``source.quote.fromSelf``),
+``open`` (a group whose channel needs no mention there: ``source.extra.mentionRequired`` is ``false``),
 ``keyword``. Anything else (group chatter, wake prompts, the agent's own messages and tool results,
-non-message entries) is only recorded; the persona sees it at its next turn.
+non-message entries) is only recorded; the persona sees it at its next turn. An edit of a message
+(``source.extra.editedAt``) never starts a turn by itself (see ``_inbound``).
 
 A message that joined a running turn is left to that turn; if the turn ended without seeing it (it is in
 ``TurnOutcome.unseen``), the rule is applied when the turn's end is announced. ``reconsider`` applies the rule to
@@ -25,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ishiki_host.engines._options import resolve_options
-from ishiki_host.engines.wakeup._inbound import inbound_source, is_direct, message_text, quotes_self
+from ishiki_host.engines.wakeup._inbound import is_direct, is_open_chat, message_text, quotes_self, wake_source
 from ishiki_host.errors import AgentStopped
 from ishiki_host.plugins.base import WakeupEngine
 
@@ -52,7 +54,8 @@ _UNSPACED = (
 
 
 class StandardWakeupEngine(WakeupEngine):
-    """Starts a turn for a direct message, a mention of the bot, a quote of the bot, or a keyword.
+    """Starts a turn for a direct message, a mention of the bot, a quote of the bot, any message of a group that
+    needs no mention, or a keyword.
 
     Other group messages are recorded without a turn; the persona sees them at its next turn.
     """
@@ -134,8 +137,8 @@ def wake_rule(
     quote: bool = True,
     keywords: KeywordMatcher | None = None,
 ) -> str | None:
-    """The first rule that starts a turn for ``entry`` (direct, mention, quote, keyword), or ``None``."""
-    source = inbound_source(entry)
+    """The first rule that starts a turn for ``entry`` (direct, mention, quote, open, keyword), or ``None``."""
+    source = wake_source(entry)
     if source is None:
         return None
     if direct and is_direct(source):
@@ -144,6 +147,8 @@ def wake_rule(
         return "mention"
     if quote and quotes_self(source):
         return "quote"
+    if is_open_chat(source):
+        return "open"
     if keywords and keywords.search(message_text(entry)):
         return "keyword"
     return None

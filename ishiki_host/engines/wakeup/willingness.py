@@ -7,7 +7,9 @@ reason="wakeup.willingness", info={"entry", "channel", "score", "probability"})`
 running turn only warms its channel (``observe``): the turn sees it. If the turn ended without seeing it (it is
 in ``TurnOutcome.unseen``), the channel is rolled for once on its current score, as is every channel of the
 messages ``reconsider`` gets after a crash (messages not yet scored are scored first, never twice).
-``message.sent`` charges ``replyCost`` to the channel it names, and only to it.
+``message.sent`` charges ``replyCost`` to the channel it names, and only to it. An edit of a message
+(``source.extra.editedAt``) is neither scored nor rolled for; a message in a group that needs no mention
+(``source.extra.mentionRequired: false``) gains ``atMention`` as if it mentioned the bot (see ``_inbound``).
 
 Times come from the runtime's clock (``ctx.clock.now()``); the die is ``random.Random(seed)`` when the option
 ``seed`` is set, else the runtime's ``ctx.rng``. So a replay of the same messages on a ``FakeClock`` with the
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from ishiki_host.engines.wakeup._inbound import channel_key, inbound_source, message_features, source_channel
+from ishiki_host.engines.wakeup._inbound import channel_key, message_features, source_channel, wake_source
 from ishiki_host.engines.wakeup.willingness_model import (
     WILLINGNESS_CONFIG_SCHEMA,
     Decision,
@@ -104,7 +106,7 @@ class WillingnessWakeup:
 
     async def decide(self, entry: Entry) -> Decision | None:
         """Score an inbound message and roll for its channel; starts a turn on a hit (``None``: not inbound)."""
-        source = inbound_source(entry)
+        source = wake_source(entry)
         features = message_features(entry)
         if source is None or features is None:
             return None
@@ -122,7 +124,7 @@ class WillingnessWakeup:
 
     def observe(self, entry: Entry) -> float | None:
         """Add an inbound message to its channel's score without deciding; the new score (``None``: not inbound)."""
-        source = inbound_source(entry)
+        source = wake_source(entry)
         features = message_features(entry)
         if source is None or features is None or entry.id <= self.scored:
             return None
@@ -172,7 +174,7 @@ class WillingnessWakeup:
     async def _roll_channels(self, entries: Sequence[Entry]) -> None:
         last: dict[str, Entry] = {}
         for entry in entries:
-            source = inbound_source(entry)
+            source = wake_source(entry)
             if source is not None:
                 self.observe(entry)
                 channel = source_channel(source)

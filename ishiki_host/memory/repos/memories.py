@@ -88,11 +88,17 @@ def _get(conn: sqlite3.Connection, memory_id: int) -> Memory | None:
 
 
 class MemoriesRepo:
-    """The ``memories`` table and its FTS5 index."""
+    """The ``memories`` table and its FTS5 index.
+
+    ``has_any(profile)`` is answered from memory after its first query (every turn asks it before searching;
+    writes through this repository keep it current).
+    """
 
     def __init__(self, db: Database, clock: Clock):
         self._db = db
         self._clock = clock
+        self._any: dict[str, bool] = {}
+        self._writes = 0  # a read that raced a write does not remember what it saw
 
     async def add(
         self,
@@ -114,13 +120,35 @@ class MemoriesRepo:
             assert memory is not None  # inserted just above, in this transaction
             return memory
 
-        return await self._db.write(run)
+        memory = await self._db.write(run)
+        self._written(draft.profile)
+        return memory
 
     async def add_many(self, drafts: Sequence[MemoryDraft]) -> list[int]:
         """Store many memories in one transaction (all or none); returns their ids in order."""
         valid = [_validate(d) for d in drafts]
         now = self._clock.now()
-        return await self._db.write(lambda conn: _insert(conn, valid, now))
+        ids = await self._db.write(lambda conn: _insert(conn, valid, now))
+        for draft in valid:
+            self._written(draft.profile)
+        return ids
+
+    def _written(self, profile: str | None) -> None:
+        self._writes += 1
+        if profile is None:
+            self._any.clear()
+        else:
+            self._any[profile] = True
+
+    async def has_any(self, profile: str) -> bool:
+        """Whether the profile has any memory at all (remembered; see the class docstring)."""
+        known = self._any.get(profile)
+        if known is None:
+            writes = self._writes
+            known = await self.count(profile) > 0
+            if writes == self._writes:
+                self._any[profile] = known
+        return known
 
     async def get(self, memory_id: int) -> Memory | None:
         """The memory with that id, if it exists (no trust filter: for the code that wrote it)."""
@@ -180,6 +208,8 @@ class MemoriesRepo:
 
     async def delete(self, memory_id: int) -> bool:
         """Delete one memory (and its index entry); whether it existed."""
-        return await self._db.write(
+        deleted = await self._db.write(
             lambda conn: conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,)).rowcount > 0
         )
+        self._written(None)
+        return deleted

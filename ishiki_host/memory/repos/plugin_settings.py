@@ -2,6 +2,10 @@
 
 A row with ``profile = None`` is the global setting; a profile's own row overrides it; with neither, the
 caller's default applies (plugins are on unless someone turned them off).
+
+Every turn asks for the effective switches, so ``effective`` answers from memory after the first query of a
+(kind, profile); ``set`` and ``unset`` forget what was remembered. The host's process is the only writer of
+its database while it runs, so the answer stays live.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class PluginSettingsRepo:
     def __init__(self, db: Database, clock: Clock):
         self._db = db
         self._clock = clock
+        self._effective: dict[tuple[str, str | None], dict[str, bool]] = {}
 
     async def set(self, kind: PluginKind, name: str, enabled: bool, *, profile: str | None = None) -> PluginSetting:
         """Turn a plugin on or off, for one profile or (``profile=None``) for all."""
@@ -83,12 +88,14 @@ class PluginSettingsRepo:
             ).fetchone()
             return PluginSetting.from_row(row)
 
-        return await self._db.write(run)
+        written = await self._db.write(run)
+        self._effective.clear()  # after the write: a read queued before it may have remembered the old state
+        return written
 
     async def unset(self, kind: PluginKind, name: str, *, profile: str | None = None) -> bool:
         """Remove a setting so the next level (global, then the default) applies; whether there was one."""
         _check(kind, name, profile)
-        return await self._db.write(
+        removed = await self._db.write(
             lambda conn: (
                 conn.execute(
                     "DELETE FROM plugin_settings WHERE profile IS ? AND kind = ? AND name = ?", (profile, kind, name)
@@ -96,6 +103,8 @@ class PluginSettingsRepo:
                 > 0
             )
         )
+        self._effective.clear()
+        return removed
 
     async def is_enabled(self, kind: PluginKind, name: str, *, profile: str | None, default: bool = True) -> bool:
         """The effective state: the profile's setting, else the global one, else ``default``."""
@@ -105,7 +114,11 @@ class PluginSettingsRepo:
     async def effective(self, kind: PluginKind, *, profile: str | None) -> dict[str, bool]:
         """Effective state of every plugin of ``kind`` that has a setting (one query, for per-turn use)."""
         _check(kind, "*", profile)
-        return await self._db.read(lambda conn: _effective(conn, profile, kind))
+        known = self._effective.get((kind, profile))
+        if known is None:
+            known = await self._db.read(lambda conn: _effective(conn, profile, kind))
+            self._effective[(kind, profile)] = known
+        return dict(known)
 
     async def all(self, *, profile: str | None = None, kind: PluginKind | None = None) -> list[PluginSetting]:
         """The stored rows (the global ones, plus the profile's when given), filtered by ``kind``."""

@@ -119,6 +119,29 @@ class SessionsRepo:
 
         return await self._db.write(run)
 
+    async def align(
+        self, runtime_key: str, *, start_fact_id: int, reason: str = "start", summary: str | None = None
+    ) -> tuple[Session, Session | None]:
+        """The open session starting at ``start_fact_id``, in one transaction; returns ``(open, closed)``.
+
+        An open session already starting there is kept (``closed`` is ``None``); another open one is closed
+        just before ``start_fact_id`` (or where it began) and a new one is opened with ``reason`` and
+        ``summary``.
+        """
+        now = self._clock.now()
+
+        def run(conn: sqlite3.Connection) -> tuple[Session, Session | None]:
+            current = _current(conn, runtime_key)
+            if current is not None and current.start_fact_id == start_fact_id:
+                return current, None
+            closed = None
+            if current is not None:
+                end = max(start_fact_id - 1, current.start_fact_id - 1)
+                closed = _close(conn, runtime_key, end, reason, now)
+            return _insert(conn, runtime_key, start_fact_id, reason, summary, now), closed
+
+        return await self._db.write(run)
+
     async def close(self, runtime_key: str, *, end_fact_id: int, reason: str) -> Session:
         """End the open session at ``end_fact_id`` (inclusive); ``StoreError`` if none is open."""
         now = self._clock.now()

@@ -2,6 +2,7 @@
 
 The files are the truth; ``sync`` makes the table equal to the set read from disk in one transaction (adds,
 updates, removals). ``enabled`` is the database's own state and survives syncs of an unchanged skill.
+``all()`` is remembered between writes: every turn lists the skills.
 """
 
 from __future__ import annotations
@@ -98,6 +99,12 @@ class LearnedSkillsRepo:
     def __init__(self, db: Database, clock: Clock):
         self._db = db
         self._clock = clock
+        self._all: tuple[LearnedSkill, ...] | None = None  # every turn lists the skills: remembered
+        self._writes = 0
+
+    def _written(self) -> None:
+        self._writes += 1
+        self._all = None
 
     async def sync(self, files: Sequence[SkillFile]) -> SkillSyncReport:
         """Make the table equal to ``files`` (the whole current set) in one transaction."""
@@ -108,11 +115,19 @@ class LearnedSkillsRepo:
         if "" in counts:
             raise StoreError("a skill needs a name")
         now = self._clock.now()
-        return await self._db.write(lambda conn: _sync(conn, files, now))
+        report = await self._db.write(lambda conn: _sync(conn, files, now))
+        self._written()
+        return report
 
     async def all(self) -> list[LearnedSkill]:
-        """Every skill, by name."""
-        return await self._db.read(_all)
+        """Every skill, by name (remembered until the next write through this repository)."""
+        known = self._all
+        if known is None:
+            writes = self._writes
+            known = tuple(await self._db.read(_all))
+            if writes == self._writes:
+                self._all = known
+        return list(known)
 
     async def get(self, name: str) -> LearnedSkill | None:
         """One skill by name."""
@@ -126,7 +141,7 @@ class LearnedSkillsRepo:
     async def set_enabled(self, name: str, enabled: bool) -> bool:
         """Turn a skill on or off; whether the skill exists."""
         now = self._clock.now()
-        return await self._db.write(
+        changed = await self._db.write(
             lambda conn: (
                 conn.execute(
                     "UPDATE learned_skills SET enabled = ?, updated_at = ? WHERE name = ?", (int(enabled), now, name)
@@ -134,3 +149,5 @@ class LearnedSkillsRepo:
                 > 0
             )
         )
+        self._written()
+        return changed

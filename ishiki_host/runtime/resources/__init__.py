@@ -5,6 +5,11 @@ Each runtime owns a ``ResourceCenter``. The built-in schemes are ``asset://`` (c
 extensions register more (``workspace://``, ``skill://``, ``mcp://``) with ``center.register(scheme, handler)``,
 parsing nothing themselves: a handler gets a ``ResourceRequest`` holding the strictly parsed ``ResourceURL``.
 ``create_runtime_resources(home)`` builds a center with the built-ins registered.
+
+Who may read what: ``asset://`` is open to every turn (what people sent in this conversation), ``artifact://``
+too, but each artifact keeps the trust level of the tool that produced it and is refused to turns below it,
+and ``local://`` (the runtime's files, its whole fact log among them) needs ``trusted``. Extension schemes
+declare their own level (``trusted`` unless they say otherwise).
 """
 
 from __future__ import annotations
@@ -87,7 +92,7 @@ def create_runtime_resources(
     assets = AssetStore(Path(home, "assets"), fetchers=fetchers, clock=clock)
     artifacts = ArtifactStore(Path(home, "artifacts"), clock=clock)
     local = LocalFiles(Path(home))
-    center.register("asset", assets, owner="the host")
-    center.register("artifact", artifacts, owner="the host")
-    center.register("local", local, owner="the host")
+    center.register("asset", assets, owner="the host", trust="untrusted")
+    center.register("artifact", artifacts, owner="the host", trust="untrusted")  # each artifact checks its own
+    center.register("local", local, owner="the host", trust="trusted")
     return RuntimeResources(center, assets, artifacts, local)

@@ -9,6 +9,10 @@ as indented JSON, which pages by lines where a one-line JSON blob cannot; raw by
 On disk, per tool (the directory name escaped like runtime paths): ``<id>.txt`` (the text), ``<id>.original``
 (when given) and ``<id>.json`` (metadata, written last). The id is a hash of the content, so archiving the
 same output twice keeps one copy.
+
+An artifact keeps the trust level of the tool that produced it (``trust`` in its metadata; ``trusted`` for
+artifacts archived before levels were kept): a turn below it is refused (``forbidden``), so the output of an
+owner-only tool is never read by an untrusted conversation through ``read``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ishiki_host.core.clock import Clock, SystemClock
+from ishiki_host.core.tools import TRUST_ORDER
 from ishiki_host.errors import ResourceError
 from ishiki_host.runtime.resources import _files
 from ishiki_host.runtime.resources.center import Resource, ResourceRequest
@@ -31,6 +36,7 @@ from ishiki_host.runtime.resources.urls import format_resource_url
 from ishiki_host.runtime.segments import escape_segment
 
 if TYPE_CHECKING:
+    from ishiki_host.core.tools import TrustLevel
     from ishiki_host.runtime.resources.urls import ResourceURL
 
 __all__ = [
@@ -42,6 +48,7 @@ __all__ = [
 
 DEFAULT_ARCHIVE_LIMIT = 30_000
 _ID_LENGTH = 20
+_UNKNOWN_TRUST: TrustLevel = "trusted"  # artifacts archived before their tool's level was kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +96,19 @@ class ArtifactStore:
         self.root = Path(root)
         self._clock = clock or SystemClock()
 
-    async def archive(self, tool: str, content: str, *, original: Any = None, media_type: str = "text/plain") -> str:
-        """Keep ``content`` (and the tool's ``original`` value, if any); returns the artifact's URL."""
+    async def archive(
+        self,
+        tool: str,
+        content: str,
+        *,
+        original: Any = None,
+        media_type: str = "text/plain",
+        trust: TrustLevel = "trusted",
+    ) -> str:
+        """Keep ``content`` (and the tool's ``original`` value, if any); returns the artifact's URL.
+
+        ``trust`` is the level the producing tool needs: turns below it cannot read the artifact.
+        """
         if not tool:
             raise ResourceError("invalid_resource_uri", "an artifact needs the name of the tool that made it")
         text = content.encode("utf-8")
@@ -102,7 +120,7 @@ class ArtifactStore:
         directory = self.root / escape_segment(tool)
         meta_path = directory / f"{artifact_id}.json"
         if not await anyio.to_thread.run_sync(meta_path.exists):
-            meta: dict[str, Any] = {"tool": tool, "id": artifact_id, "created": self._clock.now()}
+            meta: dict[str, Any] = {"tool": tool, "id": artifact_id, "created": self._clock.now(), "trust": trust}
             meta |= {"mediaType": media_type, "chars": len(content), "lines": len(split_lines(content))}
             meta["bytes"] = len(text)
             await anyio.to_thread.run_sync(_files.write_atomic, directory / f"{artifact_id}.txt", text)
@@ -123,12 +141,13 @@ class ArtifactStore:
         limit: int = DEFAULT_ARCHIVE_LIMIT,
         head: int = 4_000,
         tail: int = 1_000,
+        trust: TrustLevel = "trusted",
     ) -> ArchivedOutput:
         """``content`` as is when it has at most ``limit`` characters; else archive it, return a preview + URL."""
         lines = len(split_lines(content))
         if len(content) <= limit:
             return ArchivedOutput(content, None, len(content), lines)
-        url = await self.archive(tool, content, original=original)
+        url = await self.archive(tool, content, original=original, trust=trust)
         note = (
             f"[The full output ({len(content):,} characters, {lines:,} lines) is archived at {url}; "
             f'call read with url="{url}" to page through it, or lines="A-B" for a part.]'
@@ -141,6 +160,14 @@ class ArtifactStore:
         meta = await anyio.to_thread.run_sync(_files.read_json, directory / f"{artifact_id}.json")
         if meta is None:
             raise ResourceError("not_found", f"{request.url}: no such artifact in this runtime")
+        needed = meta.get("trust")
+        needed = needed if needed in TRUST_ORDER else _UNKNOWN_TRUST
+        if not request.allows(needed):
+            raise ResourceError(
+                "forbidden",
+                f"{request.url.bare()} is the output of a tool that needs trust {needed}; "
+                f"this conversation is {request.trust}",
+            )
         shown = {key: value for key, value in meta.items() if key not in ("mediaType", "id")}
         original = meta.get("original")
         if request.view == "meta":

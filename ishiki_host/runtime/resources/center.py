@@ -6,9 +6,16 @@ rest the same way for every scheme: the shared strict URL parse, the ``meta`` vi
 detection (binary content is described, never shown), size limits and paging (``paging.page_lines``).
 The query parameter ``view`` belongs to the center (``?view=meta``); a handler finds it in ``request.view``.
 
+**Trust.** A scheme declares the lowest trust level that may read it (``register(..., trust=...)``, default
+``trusted``). A read made for a turn carries the turn's level (``read(url, trust=...)``; the kernel ``read`` tool
+passes it): below the scheme's level the center refuses with ``forbidden`` before the handler runs, and the
+handler finds the level in ``request.trust`` for finer checks of its own (an artifact of an owner-only tool).
+A read without a level (``None``) is the host's own (images for the model, media a channel sends).
+
 Errors are ``ResourceError(code, message)`` with stable codes: ``invalid_resource_uri``, ``invalid_scheme``,
 ``duplicate_scheme``, ``unknown_scheme``, ``unknown_view``, ``not_found``, ``too_large``, ``invalid_selector``,
-``out_of_range``, ``unavailable``, ``fetch_failed``, ``read_failed`` (a handler failed unexpectedly).
+``out_of_range``, ``unavailable``, ``fetch_failed``, ``forbidden`` (the reader's trust is too low),
+``read_failed`` (a handler failed unexpectedly).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ishiki_host.core.tools import TRUST_ORDER, trust_allows
 from ishiki_host.errors import ResourceError
 from ishiki_host.runtime.resources.paging import (
     DEFAULT_PAGE_CHARS,
@@ -32,6 +40,7 @@ from ishiki_host.runtime.resources.sniff import decode_text, guess_media_type, i
 from ishiki_host.runtime.resources.urls import ResourceURL, is_valid_scheme, parse_resource_url
 
 if TYPE_CHECKING:
+    from ishiki_host.core.tools import TrustLevel
     from ishiki_host.runtime.resources.paging import LineSelector
 
 __all__ = [
@@ -51,15 +60,22 @@ _BINARY_TYPES = frozenset(["application/pdf", "application/zip", "application/gz
 
 @dataclass(frozen=True, slots=True)
 class ResourceRequest:
-    """What a handler is asked: the parsed URL, the view (``None`` is the default one) and a size limit.
+    """What a handler is asked: the parsed URL, the view (``None`` is the default one), a size limit and
+    the reader's trust level.
 
     For ``view == "meta"`` (``wants_content`` false) a handler should describe the resource without loading it.
-    A handler whose content is over ``max_bytes`` raises ``ResourceError("too_large")``.
+    A handler whose content is over ``max_bytes`` raises ``ResourceError("too_large")``. ``trust`` is the level
+    of the turn the read is for (already at least the scheme's), ``None`` when the host itself reads.
     """
 
     url: ResourceURL
     view: str | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
+    trust: TrustLevel | None = None
+
+    def allows(self, needed: TrustLevel) -> bool:
+        """Whether this reader may see something that needs ``needed`` (the host itself always may)."""
+        return self.trust is None or trust_allows(self.trust, needed)
 
     @property
     def wants_content(self) -> bool:
@@ -146,6 +162,7 @@ class ReadResult:
 class _Registration:
     handler: SchemeHandler
     owner: str | None
+    trust: TrustLevel
 
 
 def _positive(name: str, value: int | None) -> int | None:
@@ -179,19 +196,24 @@ class ResourceCenter:
         """The registered schemes, sorted."""
         return tuple(sorted(self._handlers))
 
-    def register(self, scheme: str, handler: SchemeHandler, *, owner: str | None = None) -> Callable[[], None]:
+    def register(
+        self, scheme: str, handler: SchemeHandler, *, owner: str | None = None, trust: TrustLevel = "trusted"
+    ) -> Callable[[], None]:
         """Serve ``scheme`` with ``handler``; returns the function that removes exactly this registration.
 
-        ``owner`` (an extension name) is only used in error messages. A scheme already served raises
+        ``owner`` (an extension name) is only used in error messages. ``trust`` is the lowest level a turn must
+        have to read the scheme (``untrusted`` opens it to every turn). A scheme already served raises
         ``ResourceError("duplicate_scheme")``.
         """
         if not is_valid_scheme(scheme):
             raise ResourceError("invalid_scheme", f"{scheme!r} is not a valid scheme (expected [a-z][a-z0-9+.-]*)")
+        if trust not in TRUST_ORDER:
+            raise ValueError(f"scheme {scheme!r}: trust must be untrusted, trusted or owner, not {trust!r}")
         taken = self._handlers.get(scheme)
         if taken is not None:
             by = f" by {taken.owner}" if taken.owner else ""
             raise ResourceError("duplicate_scheme", f"scheme {scheme!r} is already registered{by}")
-        registration = _Registration(handler, owner)
+        registration = _Registration(handler, owner, trust)
         self._handlers[scheme] = registration
 
         def deregister() -> None:
@@ -199,6 +221,10 @@ class ResourceCenter:
                 del self._handlers[scheme]
 
         return deregister
+
+    def trust(self, scheme: str) -> TrustLevel:
+        """The lowest trust level that may read ``scheme``; ``unknown_scheme`` if none serves it."""
+        return self._lookup(scheme).trust
 
     def views(self, scheme: str) -> tuple[str, ...]:
         """The views a scheme accepts (always ``meta``), sorted; ``unknown_scheme`` if none serves it."""
@@ -214,18 +240,30 @@ class ResourceCenter:
         return registration
 
     async def resolve(
-        self, url: str | ResourceURL, *, view: str | None = None, max_bytes: int | None = None
+        self,
+        url: str | ResourceURL,
+        *,
+        view: str | None = None,
+        max_bytes: int | None = None,
+        trust: TrustLevel | None = None,
     ) -> Resource:
-        """Ask the scheme's handler for ``url`` (no paging, no detection); handler failures become ``read_failed``."""
+        """Ask the scheme's handler for ``url`` (no paging, no detection); handler failures become ``read_failed``.
+
+        ``trust``: the level of the turn reading (``forbidden`` below the scheme's); ``None`` for the host itself.
+        """
         parsed = url if isinstance(url, ResourceURL) else parse_resource_url(url)
         if view is not None and parsed.view is not None and view != parsed.view:
             raise ResourceError("invalid_resource_uri", f"view {view!r} given, but the URL asks for {parsed.view!r}")
         view = view if view is not None else parsed.view
         registration = self._lookup(parsed.scheme)
+        if trust is not None and not trust_allows(trust, registration.trust):
+            raise ResourceError(
+                "forbidden", f"{parsed.scheme}:// needs trust {registration.trust}; this conversation is {trust}"
+            )
         if view is not None and view not in self.views(parsed.scheme):
             known = ", ".join(self.views(parsed.scheme))
             raise ResourceError("unknown_view", f"{parsed.scheme}:// has no view {view!r}; views: {known}")
-        request = ResourceRequest(parsed, view, self.max_bytes if max_bytes is None else max_bytes)
+        request = ResourceRequest(parsed, view, self.max_bytes if max_bytes is None else max_bytes, trust)
         try:
             return await registration.handler.read(request)
         except ResourceError:
@@ -241,13 +279,17 @@ class ResourceCenter:
         offset: int | None = None,
         column: int | None = None,
         view: str | None = None,
+        trust: TrustLevel | None = None,
     ) -> ReadResult:
-        """Read one page of ``url`` (``lines``, or a ``#L10-L20`` fragment, select; ``offset``/``column`` continue)."""
+        """Read one page of ``url`` (``lines``, or a ``#L10-L20`` fragment, select; ``offset``/``column`` continue).
+
+        ``trust``: the level of the turn reading (see the module docstring); ``None`` for the host itself.
+        """
         parsed = url if isinstance(url, ResourceURL) else parse_resource_url(url)
         selector = _selector(parsed, lines)
         _positive("offset", offset)
         _positive("column", column)
-        resource = await self.resolve(parsed, view=view)
+        resource = await self.resolve(parsed, view=view, trust=trust)
         shown = str(parsed.without_fragment())
         view = view if view is not None else parsed.view
         if view == "meta":
@@ -260,10 +302,12 @@ class ResourceCenter:
             return ReadResult(shown, media_type, binary=True, **common)
         return ReadResult(shown, media_type, page=self._page(text, selector, offset, column), **common)
 
-    async def read_bytes(self, url: str | ResourceURL, *, max_bytes: int | None = None) -> Blob:
+    async def read_bytes(
+        self, url: str | ResourceURL, *, max_bytes: int | None = None, trust: TrustLevel | None = None
+    ) -> Blob:
         """The bytes of ``url`` (text is UTF-8 encoded), at most ``max_bytes`` (default: the center's limit)."""
         limit = self.max_bytes if max_bytes is None else max_bytes
-        resource = await self.resolve(url, max_bytes=limit)
+        resource = await self.resolve(url, max_bytes=limit, trust=trust)
         data = resource.data if resource.data is not None else (resource.text or "").encode("utf-8")
         if resource.data is None and resource.text is None:
             raise ResourceError("read_failed", f"{url} has no content to send")

@@ -29,6 +29,6 @@ class TelegramChannel(Channel):
     def create(self, ctx: ChannelHost, account: Mapping[str, Any]) -> TelegramConnection:
         """The connection of one account (``HostConfigInvalid`` when the entry is invalid).
 
-        Back-off jitter is drawn from ``ctx.rng`` when the host offers one (seeded runs replay exactly).
+        Back-off jitter is drawn from ``ctx.rng`` (seeded runs replay exactly).
         """
-        return TelegramConnection(ctx, TelegramAccount.from_config(account), rng=getattr(ctx, "rng", None))
+        return TelegramConnection(ctx, TelegramAccount.from_config(account), rng=ctx.rng)

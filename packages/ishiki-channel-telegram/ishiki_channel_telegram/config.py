@@ -65,8 +65,9 @@ ACCOUNT_SCHEMA: dict[str, Any] = {
         "mention_required": {
             "type": "boolean",
             "default": True,
-            "description": "In groups, only a message that mentions the bot or replies to it may start a turn; "
-            "the others are recorded. Direct chats never need a mention.",
+            "description": "true: in groups, only a message that mentions the bot or replies to it counts as "
+            "addressed (the standard wake-up engine answers only those; the others are recorded); false: every "
+            "group message counts as addressed. Direct chats never need a mention.",
         },
         "chats": {
             "type": "object",

@@ -1,14 +1,17 @@
 """Errors of the Telegram channel: one small tree under the host's ``ChannelError``.
 
 Every error the Bot API or the network causes is raised as one of these at the client boundary; httpx's
-own exceptions never escape, and no message carries the bot token (the client redacts it).
+own exceptions never escape, and no message carries the bot token (the client redacts it). ``fatal`` (the
+host's ``ChannelError`` contract) is false for the passing troubles: when one ends ``run`` (``getMe`` failed for
+``startup_timeout``), the host restarts the connection with back-off instead of stopping the channel.
 
     ChannelError                        (ishiki_host.errors)
     └── TelegramError                   method, status, description
-        ├── TelegramAuthError           401/404: the token was refused (fatal at start)
-        ├── TelegramConflict            409: a webhook is set, or another poller uses the token
-        ├── TelegramRateLimited         429: ``retry_after`` seconds to wait
-        ├── TelegramUnavailable         5xx, timeouts, network errors (``sent``: the request may have arrived)
+        ├── TelegramAuthError           401/404: the token was refused (fatal: the host does not restart)
+        ├── TelegramConflict            409: a webhook is set, or another poller uses the token (passing)
+        ├── TelegramRateLimited         429: ``retry_after`` seconds to wait (passing)
+        ├── TelegramUnavailable         5xx, timeouts, network errors (``sent``: the request may have arrived;
+        │                               passing: the host restarts the connection with back-off)
         ├── TelegramForbidden           403: blocked by the user, removed from the chat
         └── TelegramBadRequest          any other 4xx (``can't parse entities``, ``message is too long``...)
 """
@@ -45,9 +48,13 @@ class TelegramAuthError(TelegramError):
 class TelegramConflict(TelegramError):
     """409: a webhook is set for the bot, or another process polls with the same token."""
 
+    fatal = False
+
 
 class TelegramRateLimited(TelegramError):
     """429: too many requests; ``retry_after`` is the wait Telegram asked for, in seconds."""
+
+    fatal = False
 
     def __init__(self, message: str, *, retry_after: float, method: str = "", description: str = ""):
         self.retry_after = retry_after
@@ -60,6 +67,8 @@ class TelegramUnavailable(TelegramError):
     ``sent`` is False only when the request certainly never left (the connection was not made), so a send
     may be retried without risking a duplicate message.
     """
+
+    fatal = False
 
     def __init__(
         self, message: str, *, method: str = "", status: int | None = None, description: str = "", sent: bool = True

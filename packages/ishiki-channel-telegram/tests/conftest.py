@@ -30,3 +30,106 @@ def sleeping(fake_clock):
             await fake_clock.wait_for_sleepers(1)
 
     return wait
+
+
+# -- end to end: a real host (in process, or `ishiki run` in a subprocess) on a config directory ----------------
+
+HELPER = 'model: default\nchannels:\n  telegram:7000000001: ["*"]\n'
+"""The profile every end-to-end test runs: the built-in engines, every chat of the fake bot."""
+
+
+@pytest.fixture
+def bot_config(tmp_path, telegram_server, fake_openai):
+    """``bot_config(profiles=..., root=..., **account keys)``: write a config directory whose ``ishiki.yaml`` has
+    one Telegram account aimed at ``telegram_server`` (token ``${TELEGRAM_BOT_TOKEN}``) and whose models.yaml
+    points at ``fake_openai``; by default one profile, ``helper``, claims every chat of the bot."""
+    from ishiki_host.testing import write_config
+    from ishiki_host.testing.host import models_yaml
+
+    def write(*, profiles=None, root=None, **account):
+        keys = {"name": "helper", "api_base": telegram_server.url, "backoff_max": 30, **account}
+        lines = "".join(f"        {key}: {value}\n" for key, value in keys.items())
+        host = (
+            "reload_interval_seconds: 0\n"
+            "channels:\n  telegram:\n    accounts:\n"
+            "      - token: ${TELEGRAM_BOT_TOKEN}\n" + lines
+        )
+        root = root or tmp_path / "bot"
+        return write_config(root, profiles=profiles or {"helper": HELPER}, models=models_yaml(fake_openai), host=host)
+
+    return write
+
+
+@pytest.fixture
+def bot_host(bot_config, telegram_server, fake_clock):
+    """``bot_host(**bot_config keywords)``: a ``TestHost`` (enter it with ``async with``) on a fresh
+    ``bot_config``, the token in its environment, on ``fake_clock``."""
+    from ishiki_host.testing import TestHost
+
+    def make(*, token=None, **config):
+        root = bot_config(**config)
+        return TestHost(root, clock=fake_clock, env={"TELEGRAM_BOT_TOKEN": token or telegram_server.token})
+
+    return make
+
+
+class Ishiki:
+    """``ishiki run DIR`` in a subprocess; its stderr goes to ``log`` (read it with ``stderr()``)."""
+
+    def __init__(self, root, env, log):
+        self.root, self.env, self.log = root, env, log
+        self.process = None
+
+    async def start(self):
+        """Start the process (no console input)."""
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        ishiki = Path(sys.executable).parent / "ishiki"
+        with self.log.open("ab") as err:
+            self.process = await anyio.open_process(
+                [str(ishiki), "run", str(self.root)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=self.env,
+            )
+        return self
+
+    async def kill(self):
+        """SIGKILL, as a crash or a power cut would stop it."""
+        self.process.kill()
+        with anyio.fail_after(10):
+            await self.process.wait()
+
+    async def stop(self):
+        """SIGTERM, then wait for the exit (turns finish within the grace); the exit status."""
+        self.process.terminate()
+        with anyio.fail_after(60):
+            return await self.process.wait()
+
+    def stderr(self):
+        """Everything the process logged so far."""
+        return self.log.read_text("utf-8", errors="replace")
+
+
+@pytest.fixture
+async def ishiki(tmp_path, telegram_server):
+    """``await ishiki(root, token=...).start()``: an ``Ishiki`` process with ``TELEGRAM_BOT_TOKEN`` set (the fake's
+    token unless given); every process still running at the end is killed."""
+    import os
+
+    started = []
+
+    def make(root, *, token=None):
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPENAI_BASE_URL", "OPENAI_MODEL")}
+        env["TELEGRAM_BOT_TOKEN"] = token or telegram_server.token
+        process = Ishiki(root, env, tmp_path / f"ishiki-{len(started) + 1}.log")
+        started.append(process)
+        return process
+
+    yield make
+    for process in started:
+        if process.process is not None and process.process.returncode is None:
+            await process.kill()

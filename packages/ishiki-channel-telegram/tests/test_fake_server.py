@@ -131,3 +131,17 @@ async def test_faults_in_order_then_normal(telegram_server):
     telegram_server.fail("getMe", Fault.cut())
     with pytest.raises(httpx.RemoteProtocolError):
         await _call(telegram_server, "getMe")
+
+
+async def test_redeliver_puts_confirmed_updates_back_with_their_own_ids(telegram_server):
+    for text in ("one", "two", "three"):
+        telegram_server.push_message(private_chat(ALICE), text)
+    _, first = await _call(telegram_server, "getUpdates", limit=2)
+    one, two = first["result"]
+    await _call(telegram_server, "getUpdates", offset=two["update_id"] + 1, timeout=0)  # confirms both
+    assert [u["message"]["text"] for u in telegram_server.pending] == ["three"]
+    telegram_server.redeliver(two, one)
+    _, again = await _call(telegram_server, "getUpdates", timeout=0)
+    assert again["result"][:2] == [one, two]  # the same updates, in order, before the one still queued
+    assert again["result"][2]["message"]["text"] == "three"
+    assert telegram_server.confirmed == one["update_id"]

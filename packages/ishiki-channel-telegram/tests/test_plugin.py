@@ -51,7 +51,7 @@ def test_create_makes_a_connection_with_defaults(tmp_path, telegram_host):
     assert "edited_message" in account.allowed_updates
 
 
-def test_create_draws_jitter_from_the_hosts_rng_when_offered(telegram_host):
+def test_create_draws_jitter_from_the_hosts_rng(telegram_host):
     import random
 
     telegram_host.rng = random.Random(7)

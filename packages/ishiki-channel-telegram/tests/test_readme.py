@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -23,3 +24,22 @@ def test_readme_example_passes(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+
+
+def test_readme_config_passes_ishiki_check(tmp_path, fake_openai):
+    from ishiki_host.testing.host import models_yaml
+
+    blocks = re.findall(r"```yaml\n(# (\S+)\n.*?)```", README.read_text("utf-8"), re.DOTALL)
+    files = {name: text for text, name in blocks}
+    assert set(files) == {"ishiki.yaml", "profiles/helper/profile.yml"}
+    for name, text in {**files, "models.yaml": models_yaml(fake_openai)}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, "utf-8")
+    (tmp_path / "profiles" / "helper" / "persona.md").write_text("You are a helpful bot.", "utf-8")
+    env = {**os.environ, "TELEGRAM_BOT_TOKEN": "123456789:AAsecretFromTheEnvironment"}
+    ishiki = Path(sys.executable).parent / "ishiki"
+    result = subprocess.run(
+        [str(ishiki), "check", str(tmp_path)], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "helper" in result.stdout

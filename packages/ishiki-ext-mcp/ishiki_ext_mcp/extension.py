@@ -23,13 +23,13 @@ from ishiki_host.runtime.resources import format_resource_url
 
 from ishiki_ext_mcp.config import MCP_FILE, MCPConfig, load_mcp_config
 from ishiki_ext_mcp.manager import MCPManager
-from ishiki_ext_mcp.resources import SCHEME, MCPResources, count, resource_url
+from ishiki_ext_mcp.resources import SCHEME, SCHEME_TRUST, MCPResources, count, resource_url
 from ishiki_ext_mcp.tools import make_tools
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ishiki_host.core.tools import Tool, TrustLevel
+    from ishiki_host.core.tools import Tool
     from ishiki_host.plugins.runtime_api import RuntimeContext
 
     from ishiki_ext_mcp.listing import Listing
@@ -102,16 +102,12 @@ class MCPInstance:
         for spec in self._config.servers:
             runner = self._manager.acquire(ctx.profile.id, spec, clock=ctx.clock, data_dir=ctx.data_dir)
             self._runners[spec.name] = runner
-        handler = MCPResources(lambda: self._runners, self._turn_trust)
-        self._deregister = ctx.resources.register(SCHEME, handler, owner="mcp")
+        handler = MCPResources(lambda: self._runners)
+        self._deregister = ctx.resources.register(SCHEME, handler, owner="mcp", trust=SCHEME_TRUST)
         async with anyio.create_task_group() as tg:
             for runner in self._runners.values():
                 tg.start_soon(runner.first_attempt)
         return self._close
-
-    def _turn_trust(self) -> TrustLevel | None:
-        turn = self._ctx.agent.current_turn
-        return turn.setup.trust if turn is not None and turn.setup is not None else None
 
     def _log_config_problems(self) -> None:
         logger = self._ctx.logger

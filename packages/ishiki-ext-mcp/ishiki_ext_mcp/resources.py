@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 
     from ishiki_ext_mcp.runner import ServerRunner
 
-__all__ = ["SCHEME", "MCPResources", "resource_url"]
+__all__ = ["SCHEME", "SCHEME_TRUST", "MCPResources", "resource_url"]
 
 SCHEME = "mcp"
+SCHEME_TRUST: TrustLevel = "untrusted"  # the scheme is open; each server's own level is checked per read
 _RESOURCE_NOT_FOUND = -32002
 _NOT_FOUND_CODES = frozenset([_RESOURCE_NOT_FOUND, types.INVALID_PARAMS])
 
@@ -57,16 +58,13 @@ def _escape(ch: str) -> str:
 class MCPResources:
     """The ``mcp`` scheme handler of one runtime; ``runners()`` gives its servers by name.
 
-    ``trust()`` is the trust level of the running turn (``None`` outside turns: the host itself reads). A
-    server's resources are read only by turns at or above the server's ``trust``, as its tools are offered:
-    the ``read`` tool is open to every turn, so the check belongs here.
+    The scheme is registered open to every level (``SCHEME_TRUST``) because each server declares its own: a
+    server's resources are read only by turns at or above the server's ``trust``, as its tools are offered.
+    The level of the reading turn is ``request.trust`` (``None``: the host itself reads).
     """
 
-    def __init__(
-        self, runners: Callable[[], Mapping[str, ServerRunner]], trust: Callable[[], TrustLevel | None] = lambda: None
-    ):
+    def __init__(self, runners: Callable[[], Mapping[str, ServerRunner]]):
         self._runners = runners
-        self._trust = trust
 
     async def read(self, request: ResourceRequest) -> Resource:
         """Serve one ``mcp://`` URL (see the module docstring)."""
@@ -79,7 +77,7 @@ class MCPResources:
             )
         if not url.authority:
             return Resource(text=self._servers_text(), media_type="text/plain", name="MCP servers")
-        runner = self._runner(url.authority)
+        runner = self._runner(url.authority, request.trust)
         uri = url.param("uri")
         if uri is None:
             return Resource(text=listing_text(runner), media_type="text/plain", name=f"{runner.name} resources")
@@ -97,13 +95,12 @@ class MCPResources:
             raise ResourceError(code, str(exc)) from exc
         return _resource(result, listed, uri)
 
-    def _runner(self, server: str) -> ServerRunner:
+    def _runner(self, server: str, level: TrustLevel | None) -> ServerRunner:
         runners = self._runners()
         runner = runners.get(server)
         if runner is None:
             known = ", ".join(sorted(runners)) or "none"
             raise ResourceError("not_found", f"no MCP server '{server}' in this profile (servers: {known})")
-        level = self._trust()
         if level is not None and not trust_allows(level, runner.spec.trust):
             raise ResourceError(
                 "unavailable",

@@ -70,10 +70,13 @@ async def test_a_turn_below_the_servers_trust_cannot_read_its_resources(
     cfg: ConfigDir, open_runtime: RuntimeFactory
 ) -> None:
     cfg.write({"private": demo(trust="owner")})
-    async with open_runtime() as (_rt, instance):
+    async with open_runtime() as (rt, instance):
+        assert rt.resources.trust("mcp") == "untrusted"  # the scheme is open; each server has its own level
+        with pytest.raises(ResourceError, match="need trust owner; this turn is trusted"):
+            await rt.resources.read("mcp://private?uri=note://greeting", trust="trusted")  # what read passes
         for level, allowed in (("untrusted", False), ("trusted", False), ("owner", True), (None, True)):
-            handler = MCPResources(lambda: instance.runners, lambda level=level: level)
-            request = ResourceRequest(parse_resource_url("mcp://private?uri=note://greeting"))
+            handler = MCPResources(lambda: instance.runners)
+            request = ResourceRequest(parse_resource_url("mcp://private?uri=note://greeting"), trust=level)
             if allowed:
                 assert (await handler.read(request)).text == "hello from the resource"
                 continue

@@ -64,7 +64,7 @@ class Workspace:
     def ishiki_attach(self, runtime: Any) -> Callable[[], None]:
         """Serve ``workspace://`` in the runtime's resource center until the runtime stops."""
         handler = WorkspaceScheme(self.settings)
-        deregister: Callable[[], None] = runtime.resources.register(SCHEME, handler, owner="workspace")
+        deregister: Callable[[], None] = runtime.resources.register(SCHEME, handler, owner="workspace", trust="trusted")
         return deregister
 
     @hookimpl

@@ -69,3 +69,13 @@ async def test_stopping_the_runtime_deregisters_the_scheme(open_workspace) -> No
         center = ws.rt.resources
         assert "workspace" in center.schemes
     assert "workspace" not in center.schemes
+
+
+async def test_a_turn_below_trusted_cannot_read_the_workspace(open_workspace) -> None:
+    async with open_workspace() as ws:
+        (ws.root / "todo.txt").write_text("buy milk\n")
+        center = ws.rt.resources
+        assert center.trust("workspace") == "trusted"  # the file tools' level
+        with pytest.raises(ResourceError, match="workspace:// needs trust trusted; this conversation is untrusted"):
+            await center.read("workspace://root/todo.txt", trust="untrusted")
+        assert (await center.read("workspace://root/todo.txt", trust="trusted")).text == "buy milk"

@@ -13,7 +13,8 @@ Faults: a wrong token gets 401 (404 when it is not even shaped like one); ``webh
 connections; ``offline = True`` drops every request, the long poll in progress too.
 
 Records: every call (``calls``), every message sent (``sent``), every typing action (``actions``), every
-download (``downloads``); ``errors`` lists the fake's own crashes. Waits inside tests go through
+download (``downloads``); ``errors`` lists the fake's own crashes. ``redeliver(update)`` puts confirmed updates
+back, as if the confirmation never reached Telegram. Waits inside tests go through
 ``until(predicate)``, which wakes on every change, never on a timer.
 """
 
@@ -137,6 +138,17 @@ class FakeBotAPI(Sending):
     def count(self, method: str) -> int:
         """How many requests of ``method`` arrived."""
         return sum(1 for call in self.calls if call.method == method)
+
+    def redeliver(self, *updates: dict[str, Any]) -> None:
+        """Queue ``updates`` again with their own ids, as Telegram does when the ``getUpdates`` that confirmed
+        them never reached it (the bot died first): the state a crash between "durable" and "confirmed" leaves.
+        """
+        queued = {update["update_id"] for update in self.updates}
+        merged = [*self.updates, *(update for update in updates if update["update_id"] not in queued)]
+        self.updates.clear()
+        self.updates.extend(sorted(merged, key=lambda update: int(update["update_id"])))
+        self.confirmed = min([self.confirmed, *(int(update["update_id"]) for update in updates)])
+        self._pushed()
 
     def fail(self, method: str, *faults: Fault, skip: int = 0) -> None:
         """Answer the next requests of ``method`` with ``faults``, in order, after ``skip`` normal answers."""

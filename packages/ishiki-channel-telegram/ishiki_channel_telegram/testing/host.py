@@ -8,8 +8,9 @@ through the fetchers the channel registered). It can be made to fail:
   by a checkpoint, so cancelling a scope there "kills" the channel before the event is durable, or between
   "durable" and "dispatch returned".
 
-With ``dedupe`` it ignores an event it already holds, keyed as the real host should key repeats (``event_key``:
-kind, sid, channel, message id and ``extra.editedAt``).
+With ``dedupe`` it ignores an event it already holds, keyed as the real host keys repeats (``event_key``:
+kind, sid, channel, message id and ``extra.editedAt``; see ``ishiki_host.runtime.repeats``). ``rng`` is the
+random source the channel draws its jitter from (default ``random.Random(0)``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,11 +61,13 @@ class RecordingHost:
         state_dir: Path,
         *,
         clock: Clock | None = None,
+        rng: random.Random | None = None,
         logger: logging.Logger | None = None,
         dedupe: bool = False,
         capture: bool = True,
     ):
         self.clock: Clock = clock or SystemClock()
+        self.rng = rng or random.Random(0)
         self.state_dir = Path(state_dir)
         self.fetchers = AssetFetchers()
         self.logger = logger or logging.getLogger("ishiki.channel.test")

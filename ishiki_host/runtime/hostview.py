@@ -1,0 +1,80 @@
+"""``RuntimeHostView``: what ``/status`` and ``/tools`` show of a runtime that only the host knows.
+
+- ``model_status``: the profile's model reference, then one line per member with its circuit breaker's state
+  from the gateway (``fake:fake-model: breaker closed``; an open breaker says when it is probed again and its
+  last error). A model without members (a test model) is shown by name.
+- ``extension_status``: the ``ishiki_status`` lines of the extensions switched on, then which are off.
+- ``tool_surface``: every tool a turn could be offered before switches and trust filter it (the owner's
+  extra tools, the kernel tools, the extensions' tools, ``wait``), as ``/tools`` lists and switches them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ishiki_host.commands.switches import enabled_extensions
+
+if TYPE_CHECKING:
+    from ishiki_host.core.tools import Tool
+    from ishiki_host.runtime.runtime import AgentRuntime
+
+__all__ = ["RuntimeHostView", "breaker_line"]
+
+
+def breaker_line(member: str, status: Mapping[str, Any]) -> str:
+    """One member's breaker state from ``CircuitBreaker.status()``."""
+    line = f"  {member}: breaker {status.get('state', 'unknown')}"
+    failures = status.get("failures")
+    if isinstance(failures, int) and failures > 0:
+        line += f", {failures} failure{'s' if failures != 1 else ''} in a row"
+    probe = status.get("probe_in_seconds")
+    if status.get("state") == "open" and isinstance(probe, int | float):
+        line += f", probed again in {probe:.0f}s"
+    error = status.get("last_error")
+    if error and (status.get("state") != "closed" or failures):
+        line += f" (last error: {error})"
+    return line
+
+
+class RuntimeHostView:
+    """The ``HostView`` of one runtime (see the module docstring)."""
+
+    def __init__(self, runtime: AgentRuntime):
+        self._rt = runtime
+
+    async def model_status(self) -> Sequence[str]:
+        """The model and its members' breaker states."""
+        model = self._rt.model
+        lines = [f"model: {model.name} (context window {self._rt.context_window:,} tokens)"]
+        members = getattr(model, "members", None)
+        breakers = getattr(getattr(model, "gateway", None), "breakers", None)
+        if not isinstance(members, tuple) or not isinstance(breakers, Mapping):
+            return lines
+        for member in members:
+            breaker = breakers.get(member)
+            lines.append(breaker_line(member, breaker.status()) if breaker is not None else f"  {member}: no breaker")
+        return lines
+
+    async def _enabled(self) -> list[str]:
+        names = self._rt.extensions.names
+        return await enabled_extensions(self._rt.services.get("memory"), self._rt.profile.id, names)
+
+    async def extension_status(self) -> Sequence[str]:
+        """The status lines of the extensions switched on, and a line naming those switched off."""
+        enabled = await self._enabled()
+        lines = await self._rt.extensions.status(only=enabled)
+        off = [name for name in self._rt.extensions.names if name not in enabled]
+        if off:
+            lines.append(f"extensions switched off: {', '.join(off)}")
+        return lines
+
+    async def tool_surface(self) -> Sequence[Tool]:
+        """Every tool a turn could offer before switches and trust filter it."""
+        rt = self._rt
+        tools: list[Tool] = [*rt.extra_tools, *rt.kernel_tools]
+        for _, offered in await rt.extensions.tools(only=await self._enabled()):
+            tools.extend(offered)
+        if rt.wait_tool is not None:
+            tools.append(rt.wait_tool)
+        return tools

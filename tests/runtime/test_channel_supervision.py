@@ -1,0 +1,176 @@
+"""How the host runs channel connections: a fatal ``ChannelError`` stops one channel (reported once), a passing
+one restarts it, connections start side by side, and each account has its own seeded random source and state
+directory."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+import pytest
+
+from ishiki_host.core.clock import FakeClock
+from ishiki_host.errors import ChannelError
+from ishiki_host.runtime.host_channels import ChannelDirectory, ChannelSpec, ChannelSupervisor
+from ishiki_host.testing import FakeChannelHost, FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
+from ishiki_host.testing.channels import FakeChannel, FakeConnection
+from ishiki_host.testing.host import host_yaml
+from ishiki_host.testing.host_fixtures import MakeHost
+
+pytestmark = pytest.mark.anyio
+
+
+class Unreachable(ChannelError):
+    """The platform cannot be reached for now."""
+
+    fatal = False
+
+
+class Refusing(FakeChannel):
+    """A channel whose connections fail before they are ready, with ``Refusing.error``."""
+
+    error: ClassVar[Exception]
+    runs: ClassVar[int] = 0
+
+    def create(self, ctx: Any, account: Mapping[str, Any]) -> Any:
+        class Connection(FakeConnection):
+            async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+                Refusing.runs += 1
+                raise Refusing.error
+
+        return Connection(ctx, platform="refusing", self_id="r")
+
+
+HOST = host_yaml(extra="  refusing:\n    accounts: [{}]\n")
+PROFILES = {"ana": profile_yaml("fake:bot: ['*']"), "bob": profile_yaml("refusing:r: ['*']")}
+PLUGINS = {"ishiki.channel.refusing": Refusing}
+
+
+def answer(server: FakeOpenAIServer) -> None:
+    server.default = Reply(tool_calls=(ScriptedCall("send_message", {"messages": ["here"]}),))
+
+
+def supervisor_of(th: Any, platform: str) -> Any:
+    return next(s for s in th.host.channels.supervisors() if s.spec.platform == platform)
+
+
+async def test_a_fatal_channel_error_is_reported_once_and_the_rest_serves(
+    make_host: MakeHost, fake_openai: FakeOpenAIServer, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    answer(fake_openai)
+    Refusing.error, Refusing.runs = ChannelError("account 'shop': the platform refused the token"), 0
+    caplog.set_level(logging.INFO, logger="ishiki_host.channels")
+    async with make_host(profiles=PROFILES, host=HOST, plugins=PLUGINS, clock=fake_clock) as th:
+        delivery = await th.channel().say("still there?")
+        with anyio.fail_after(10):
+            await delivery.settled()
+        status = th.host.channels.status()
+        assert th.channel().texts() == ["here"]
+    assert Refusing.runs == 1
+    assert "refusing#0" not in status  # the supervisor finished: nothing to restart
+    problems = [r for r in caplog.records if "refusing" in r.getMessage() and r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in problems] == [
+        "channel refusing#0 failed: account 'shop': the platform refused the token (not restarted)"
+    ]
+    assert problems[0].exc_info is None  # a clear line, no traceback
+
+
+async def test_a_passing_channel_error_restarts_the_channel_with_back_off(
+    make_host: MakeHost, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    Refusing.error, Refusing.runs = Unreachable("api.example cannot be reached"), 0
+    async with make_host(profiles=PROFILES, host=HOST, plugins=PLUGINS, clock=fake_clock, seed=3) as th:
+        supervisor = supervisor_of(th, "refusing")
+        with anyio.fail_after(5):
+            await fake_clock.wait_for_sleepers(2)  # the route's idle reaper and the supervisor's back-off
+        assert (supervisor.state, Refusing.runs) == ("waiting", 1)
+        await fake_clock.advance(fake_clock.next_deadline() - fake_clock.now())
+        await anyio.wait_all_tasks_blocked()  # the supervisor tried again, and waits once more
+        assert (supervisor.state, Refusing.runs, supervisor.restarts) == ("waiting", 2, 2)
+    crashes = [r for r in caplog.records if r.name == "ishiki_host.channels" and "refusing#0" in r.getMessage()]
+    assert crashes
+    assert all(r.exc_info is None for r in crashes)  # explained by the channel: no traceback
+    assert "Unreachable: api.example cannot be reached" in crashes[0].getMessage()
+
+
+class Gate:
+    """Set when the fake channel's connection runs."""
+
+    fake_running: ClassVar[anyio.Event]
+
+
+class Slow(FakeChannel):
+    """A channel that is ready only once the fake channel runs (it would never be, started one after the other)."""
+
+    def create(self, ctx: Any, account: Mapping[str, Any]) -> Any:
+        class Connection(FakeConnection):
+            async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+                await Gate.fake_running.wait()
+                task_status.started()
+                await anyio.sleep_forever()
+
+        return Connection(ctx, platform="aslow", self_id="s")
+
+
+class Announcing(FakeChannel):
+    def create(self, ctx: Any, account: Mapping[str, Any]) -> Any:
+        class Connection(FakeConnection):
+            async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+                Gate.fake_running.set()
+                await super().run(task_status=task_status)
+
+        return Connection(ctx, self_id=account.get("self_id", "bot"))
+
+
+async def test_channels_start_side_by_side(make_host: MakeHost) -> None:
+    Gate.fake_running = anyio.Event()
+    host = host_yaml(extra="  aslow:\n    accounts: [{}]\n")
+    profiles = {"ana": profile_yaml("fake:bot: ['*']"), "bob": profile_yaml("aslow:s: ['*']")}
+    plugins = {"ishiki.channel.aslow": Slow, "ishiki.channel.fake": Announcing}
+    with anyio.fail_after(10):
+        async with make_host(profiles=profiles, host=host, plugins=plugins) as th:
+            assert th.host.directory.sids() == ("aslow:s", "fake:bot")
+
+
+async def test_each_account_has_its_own_seeded_random_source_and_state_directory(make_host: MakeHost) -> None:
+    accounts = "[{self_id: a}, {self_id: b}]"
+    profiles = {"ana": profile_yaml("fake:a: ['*']\nfake:b: ['*']")}
+
+    async def draws(seed: int) -> dict[str, tuple[float, Any]]:
+        async with make_host(profiles=profiles, host=host_yaml(accounts), seed=seed) as th:
+            return {
+                sid: (th.channel(sid).host.rng.random(), th.channel(sid).host.state_dir) for sid in ("fake:a", "fake:b")
+            }
+
+    first, second, other = await draws(5), await draws(5), await draws(6)
+    assert [first[s][0] for s in first] == [second[s][0] for s in second]  # a seeded run replays
+    assert first["fake:a"][0] != first["fake:b"][0]  # each account draws its own numbers
+    assert [first[s][0] for s in first] != [other[s][0] for s in other]
+    directories = {first[s][1] for s in first}
+    assert len(directories) == 2
+    assert all(d.is_dir() and d.parent.name == "fake" for d in directories)
+
+
+async def test_a_connection_never_ready_is_restarted_with_a_clear_reason(tmp_path: Path, fake_clock: FakeClock) -> None:
+    class Mute(FakeChannel):
+        def create(self, ctx: Any, account: Mapping[str, Any]) -> Any:
+            class Connection(FakeConnection):
+                async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+                    await anyio.sleep_forever()  # never reports readiness
+
+            return Connection(ctx, platform="mute", self_id="m")
+
+    spec = ChannelSpec("mute", 0, {}, Mute())
+    context = FakeChannelHost(tmp_path, clock=fake_clock)
+    supervisor = ChannelSupervisor(spec, context, ChannelDirectory(), fake_clock, random.Random(1), start_timeout=0.05)
+    async with anyio.create_task_group() as tg:
+        await tg.start(supervisor.run)  # ready once the first attempt has failed
+        with anyio.fail_after(5):
+            await fake_clock.wait_for_sleepers(1)  # its back-off
+        assert supervisor.state == "waiting"
+        assert supervisor.last_error == "ChannelNotReady: mute was not ready within 0.05 s"
+        supervisor.stop()
