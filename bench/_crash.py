@@ -268,11 +268,12 @@ class CrashRun:
         _kill(pid)
 
     async def _end_when_idle(self, kind: str, process: anyio.abc.Process) -> None:
-        """The last life stops (SIGTERM) once all is settled; the restart once it polls; a kill life that ran
-        out of work is killed then (its trigger would never come)."""
-        if kind == "restart":
+        """The last life stops (SIGTERM) once it polls and all is settled; the restart once it polls; a kill life
+        that ran out of work is killed then (its trigger would never come)."""
+        if kind in ("restart", "final"):  # a SIGTERM before the host runs would find no handler yet
             polls = self.bot.count("getUpdates")
             await self.bot.until(lambda: self.bot.count("getUpdates") > polls, deadline=3600)
+        if kind == "restart":
             process.send_signal(signal.SIGTERM)
             return
         with anyio.move_on_after(self.plan.life_deadline - 5):  # a final life that never settles is stopped

@@ -96,6 +96,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def text_of(result: dict[str, Any]) -> str:
+    """The text of a tool result entry."""
     return "".join(p.get("text", "") for p in result["parts"])
 
 
