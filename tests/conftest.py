@@ -10,12 +10,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
 
 from ishiki_host.plugins.discovery import PluginRegistry, discover
-
-settings.register_profile("ishiki", deadline=None, print_blob=True)
-settings.load_profile("ishiki")
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_DIST = Path(__file__).resolve().parent / "plugin_fixtures"

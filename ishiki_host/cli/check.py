@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from ishiki_host.heartbeat.check import BeatFileCheck
     from ishiki_host.plugins.configdir import ConfigDir
 
+from ishiki_host.cli._args import add_dir_argument
+
 __all__ = ["register", "run"]
 
 
@@ -28,7 +30,7 @@ def register(subparsers: Any) -> None:
         "state. Exit 0 when every enabled profile is ready and no file has an error, 1 otherwise, 2 when DIR is not "
         "a config directory.",
     )
-    parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the config directory (default: .)")
+    add_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.set_defaults(handler=run)
 

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ishiki_host.cli._args import add_dir_argument, usable_dir
+
 __all__ = ["register", "render", "run"]
 
 
@@ -24,7 +26,7 @@ def register(subparsers: Any) -> None:
         "each model one tiny request and shows its latency or error. Exit 1 on a models.yaml error or a failed "
         "probe, 2 when DIR is not a config directory.",
     )
-    parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the config directory (default: .)")
+    add_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--probe", action="store_true", help="send every model one tiny request")
     parser.set_defaults(handler=run)
@@ -36,15 +38,10 @@ def run(args: argparse.Namespace) -> int:
 
     from ishiki_host.cli._output import print_json
     from ishiki_host.config.models_loader import load_models
-    from ishiki_host.errors import ConfigDirError
-    from ishiki_host.plugins.configdir import check_usable
     from ishiki_host.plugins.discovery import discover
 
-    root = Path(args.dir)
-    try:
-        check_usable(root)
-    except ConfigDirError as exc:
-        print(f"ishiki models: {exc.message}", file=sys.stderr)
+    root = usable_dir("models", args.dir)
+    if root is None:
         return 2
     registry = discover()
     config, errors = load_models(root, catalog=registry)

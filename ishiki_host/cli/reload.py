@@ -10,8 +10,9 @@ import argparse
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any
+
+from ishiki_host.cli._args import add_dir_argument, usable_dir
 
 __all__ = ["register", "run"]
 
@@ -24,22 +25,17 @@ def register(subparsers: Any) -> None:
         description="Send SIGHUP to the host running DIR (found through <data_dir>/ishiki.pid): changed profiles "
         "restart, the others keep their conversations. Exit 1 when no host runs for DIR.",
     )
-    parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the config directory (default: .)")
+    add_dir_argument(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Signal the host of ``args.dir``; return the exit status."""
     from ishiki_host.config.host import load_host_config
-    from ishiki_host.errors import ConfigDirError
-    from ishiki_host.plugins.configdir import check_usable
     from ishiki_host.runtime.host import PID_FILE
 
-    root = Path(args.dir)
-    try:
-        check_usable(root)
-    except ConfigDirError as exc:
-        print(f"ishiki reload: {exc.message}", file=sys.stderr)
+    root = usable_dir("reload", args.dir)
+    if root is None:
         return 2
     host, _ = load_host_config(root)
     pid_file = host.data_dir / PID_FILE

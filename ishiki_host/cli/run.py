@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.configdir import ConfigDir
     from ishiki_host.runtime.host import Host
 
+from ishiki_host.cli._args import add_dir_argument
+
 __all__ = ["register", "run", "setup_logging"]
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -35,7 +37,7 @@ def register(subparsers: Any) -> None:
         "of piped console input). Exit 0 after a normal stop, 1 when no profile is ready, 2 when DIR is not a "
         "config directory. SIGHUP (or `ishiki reload DIR`) reloads the config.",
     )
-    parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the config directory (default: .)")
+    add_dir_argument(parser)
     parser.add_argument("--log-level", choices=LEVELS, help="override log_level of ishiki.yaml")
     parser.set_defaults(handler=run)
 

@@ -73,3 +73,14 @@ class Entry:
         """For ``event`` entries, the event name."""
         value = self.data.get("name")
         return value if isinstance(value, str) else None
+
+    @property
+    def upto(self) -> int:
+        """For ``compact`` and ``narrative`` entries, the id of the last entry they stand for (0 when malformed)."""
+        value = self.data.get("upto")
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            return 0
+        try:
+            return int(value)
+        except (ValueError, OverflowError):  # "x", NaN, Infinity
+            return 0

@@ -153,19 +153,27 @@ class FactLog:
         self._synced = (self._size, self._last_id)
 
     async def close(self) -> None:
-        """Sync (unless the policy is ``never``), release the lock and close the file. Idempotent."""
+        """Sync (unless the policy is ``never``), release the lock and close the file. Idempotent.
+
+        The lock and the file are released even when that last sync fails (its ``FactLogError`` is raised
+        after), so the log can be opened again once the disk is healthy.
+        """
         with anyio.CancelScope(shield=True):
             async with self._lock:
-                if self._closed:
+                if self._closed and self._fd < 0:
                     return
-                await self.sync()
-                self._closed = True
-                while self._thread_reads:
-                    await self._reads_done.wait()
                 try:
-                    _logfile.release_lock(self._fd, self.path)
+                    if not self._closed:
+                        await self.sync()
                 finally:
-                    os.close(self._fd)
+                    self._closed = True
+                    while self._thread_reads:
+                        await self._reads_done.wait()
+                    fd, self._fd = self._fd, -1
+                    try:
+                        _logfile.release_lock(fd, self.path)
+                    finally:
+                        os.close(fd)
 
     async def __aenter__(self) -> FactLog:
         return self

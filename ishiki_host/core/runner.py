@@ -42,6 +42,7 @@ SetupFn = Callable[[Turn], Awaitable[TurnSetup] | TurnSetup]
 """Called at the start of every turn; returns that turn's system prompt and tools."""
 
 _END_EVENT = {"done": "turn.done", "failed": "turn.failed", "aborted": "turn.aborted"}
+_FINISH_SECONDS = 300.0  # the most closing a turn that ended on its own may take (the log, the end event)
 
 
 @dataclass(eq=False)
@@ -263,9 +264,16 @@ class TurnRunner:
         return TurnOutcome(turn.number, status, reason, len(turn.steps), error, last, turn.usage)
 
     async def _finish(self, running: Running, outcome: TurnOutcome) -> TurnOutcome:
-        """Close the turn in the log, let queued entries in, then tell everyone how it ended."""
+        """Close the turn in the log, let queued entries in, then tell everyone how it ended.
+
+        Only a turn aborted because the agent stops is bounded by the shutdown grace (a stuck disk must not
+        hold the host's exit). Any other end gets ``_FINISH_SECONDS``: a loaded host may take longer than the
+        grace to sync the log, and cutting this short would leave the turn unannounced (its runtime would
+        never be idle again).
+        """
         running.finalizing = True
-        with anyio.CancelScope(shield=True), anyio.move_on_after(self._grace):
+        bound = self._grace if running.resume else max(self._grace, _FINISH_SECONDS)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(bound):
             try:
                 await self._close_in_log(running, outcome)
             except Exception:

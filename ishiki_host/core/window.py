@@ -37,7 +37,7 @@ def select_session_window(newest_first: Iterator[Entry]) -> list[Entry]:
             break
         if entry.type == "compact":
             if upto is None:
-                upto = _int(entry.data.get("upto"))
+                upto = entry.upto
                 window.append(entry)
             continue
         window.append(entry)
@@ -91,12 +91,3 @@ def _drop_unpaired_tool_messages(messages: list[Message]) -> list[Message]:
                     continue
         out.append(message)
     return out
-
-
-def _int(value: object) -> int:
-    if isinstance(value, int | float | str):
-        try:
-            return int(value)
-        except ValueError:
-            return 0
-    return 0

@@ -22,12 +22,13 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest, Usage
+from ishiki_host.core.strict_json import loads_strict
 from ishiki_host.core.tokens import estimate_tokens
 from ishiki_host.errors import IshikiError, ModelBadRequest, ModelUnavailable
 from ishiki_host.memory.repos.memory_types import MEMORY_TYPES, MemoryType
@@ -93,13 +94,6 @@ def needs_compaction(estimated_tokens: int, context_window: int, threshold: floa
     return estimated_tokens >= threshold * context_window
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError("duplicate keys")
-    return dict(pairs)
-
-
 def parse_memory_reply(text: str) -> tuple[MemoryType, str] | None:
     """The ``(type, content)`` of a condense reply; ``None`` for a blank reply.
 
@@ -110,7 +104,7 @@ def parse_memory_reply(text: str) -> tuple[MemoryType, str] | None:
     if not stripped:
         return None
     try:
-        value = json.loads(stripped, object_pairs_hook=_no_duplicates)
+        value = loads_strict(stripped)
     except ValueError:
         return "summary", stripped[:MAX_MEMORY_CHARS]
     if isinstance(value, dict) and set(value) == {"type", "content"}:

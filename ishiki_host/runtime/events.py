@@ -259,5 +259,5 @@ class IshikiEvent:
             )
         except KeyError as exc:
             raise EventInvalid(f"stored event lacks the key {exc.args[0]!r}") from None
-        except (TypeError, AttributeError) as exc:
+        except (TypeError, AttributeError, ValueError) as exc:  # ValueError: dict() of a string ("extra": "0")
             raise EventInvalid(f"stored event is malformed: {exc}") from None

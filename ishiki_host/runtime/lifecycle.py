@@ -9,10 +9,12 @@ died before deciding on (``ishiki_host.runtime.resume``). Any failure before ``r
 and raises ``RuntimeStartFailed``.
 
 Stop, always (a requested stop, eviction, reload, host exit, or cancellation): refuse input, clear the
-waiter, let turns and the work after them (which may queue a retry) finish for the grace (then abort the
-turns: the log marks them to be resumed), wait for the rest of the background work within the grace, call
-every extension's ``ishiki_stop`` and dispose (reverse order), dispose the wakeup engine, write pending usage
-entries, append the clean-stop marker (``runtime.stop``) and close the log.
+waiter, let deliveries in progress be decided on and turns and the work after them (which may queue a retry)
+finish for the grace (then abort the turns: the log marks them to be resumed; queued turns the stop drops leave
+the marker out), wait for the rest of the background work within the grace, call every extension's
+``ishiki_stop`` and dispose (reverse order), dispose the wakeup engine, write pending usage entries, append the
+clean-stop marker (``runtime.stop``) and close the log. A turn that could not write the log (``log_failed``: a
+full disk) stops the runtime at once and without the marker, so its next start recovers from what the log holds.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class Lifecycle:
         self._grace = 0.0
         self._shut = False
         self._began = False
+        self._log_failed = False
+        self._owes = False
         self._delivering = 0
         self._background = 0
         self._started = self._ended = 0
@@ -347,6 +351,22 @@ class Lifecycle:
         self._stop_requested.set()
         await self._closed.wait()
 
+    def log_failed(self, error: BaseException) -> None:
+        """A turn could not write its fact log (a full disk, a failing device): the log no longer holds what
+        the runtime knows, so the runtime stops now, without the clean-stop marker. Its next start (the next
+        input, or the host's next start) recovers from the log: tool calls left without a result are answered
+        as interrupted and the messages the turn left unanswered are decided on again."""
+        if self._log_failed or self.state != "ready":
+            return
+        self._log_failed = True
+        self._rt.logger.error(
+            "runtime %s stops: its fact log could not be written (%s); it resumes from the log at its next input",
+            self._rt.key,
+            error,
+        )
+        self._reason, self._grace = "fact log failed", 0.0
+        self._stop_requested.set()
+
     async def _shutdown(self) -> None:
         if self._shut:
             return
@@ -368,10 +388,15 @@ class Lifecycle:
         if agent is None or agent.state not in ("ready", "starting"):
             return
         with anyio.move_on_after(self._grace):
+            while self._delivering:  # an event made durable is decided on before the agent stops
+                await self._changed.wait()
             await self.settled()
             while self._background:  # work after a turn (a retry after compaction) may queue another turn
                 await self.background_done()
                 await self.settled()
+        # Still delivering, or turns queued that the stop drops: the log owes them a decision, so no clean-stop
+        # marker (the next start decides on them; a running turn is marked to be resumed by the agent itself).
+        self._owes = bool(self._delivering or agent.queued)
         with anyio.move_on_after(self._rt.host.shutdown_grace + 5):
             await agent.stop(self._reason)
 
@@ -395,9 +420,12 @@ class Lifecycle:
                 await self._usage_done.wait()
         if self.log is not None:
             try:
-                if self._began:  # the clean-stop marker: everything appended before it was decided on
+                if self._began and not (self._log_failed or self._owes):  # the marker: all before it was decided
                     await self.log.append("event", {"name": STOP_EVENT, "reason": self._reason})
-                await self.log.close()
+            except Exception:
+                rt.logger.exception("could not mark the clean stop of %s in its fact log", rt.key)
+            try:
+                await self.log.close()  # always: a log left locked could never be opened again by this host
             except Exception:
                 rt.logger.exception("closing the fact log of %s failed", rt.key)
 

@@ -7,7 +7,9 @@ A runtime that stops cleanly appends ``{"name": "runtime.stop", "reason"}`` as i
   to its wakeup engine's ``reconsider``, like the messages a crashed turn left unanswered;
 - a log whose newest entry is not ``runtime.stop``, or whose last turn was aborted to be resumed, belongs to
   a runtime that needs attention: the host spawns it at start (``unfinished_runtimes``) instead of waiting
-  for new input in that channel.
+  for new input in that channel. So does a log whose last line is torn or unparseable (a write cut by a
+  power loss, a damaged disk): opening it sets the tail aside into ``facts.jsonl.corrupt`` with a warning,
+  at start, rather than whenever (if ever) that channel speaks again.
 """
 
 from __future__ import annotations
@@ -74,15 +76,17 @@ def scan_tail(newest_first: Iterator[Entry]) -> TailState:
     return state
 
 
-def _tail_entries(path: Path) -> list[Entry]:
-    """The parseable entries of the last 64 KiB of ``path``, newest first."""
+def _tail_entries(path: Path) -> tuple[list[Entry], bool]:
+    """The parseable entries of the last 64 KiB of ``path``, newest first, and whether its tail is torn (the
+    file does not end with a newline, or its last line is not an entry)."""
     try:
         with path.open("rb") as handle:
             size = handle.seek(0, 2)
             handle.seek(max(0, size - _TAIL_BYTES))
             data = handle.read()
     except OSError:
-        return []
+        return [], False
+    torn = bool(data) and not data.endswith(b"\n")
     lines = data.split(b"\n")
     if size > _TAIL_BYTES:
         lines = lines[1:]  # the first line is probably cut
@@ -93,13 +97,17 @@ def _tail_entries(path: Path) -> list[Entry]:
         try:
             entries.append(Entry.from_json(line))
         except (ValueError, KeyError, TypeError):
+            torn = torn or not entries  # a bad line with no good one after it
             continue
-    return entries
+    return entries, torn
 
 
 def needs_attention(path: Path) -> bool:
-    """Whether the runtime of the log at ``path`` did not stop cleanly, or stopped inside a turn."""
-    entries = _tail_entries(path)
+    """Whether the runtime of the log at ``path`` did not stop cleanly, stopped inside a turn, or left a torn
+    tail (which only opening the log sets aside)."""
+    entries, torn = _tail_entries(path)
+    if torn:
+        return True
     if not entries:
         return False
     if entries[0].type != "event" or entries[0].name != STOP_EVENT:
@@ -133,7 +141,9 @@ async def resume_routes(routes: Sequence[ProfileRoute], data_dir: Path) -> None:
     """Spawn every runtime of ``routes`` whose log needs attention (the host starts them so they decide now)."""
     for route in routes:
         pid = route.profile.id
-        keys = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))
+        found = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))
+        # Input that came in meanwhile spawned (and so recovered) some of them; their logs are live, not unclean.
+        keys = [key for key in found if key not in route.runtimes]
         for key in keys:
             if key.mode != route.profile.mode:
                 logger.warning("runtime %s was left unfinished; profile %s now runs in another mode", key, pid)

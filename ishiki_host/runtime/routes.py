@@ -187,6 +187,7 @@ class ProfileRoute:
             idle = runtime.idle_for()
             if idle is not None and idle >= self.idle_seconds:
                 del self._runtimes[key]
+                self._closing.add(runtime)  # counted as closing from now on, not once its stop task starts
                 self._tg.start_soon(self._stop_one, runtime, "idle", self.host.shutdown_grace)
                 self.evicted += 1
                 count += 1

@@ -6,7 +6,8 @@ ones and counts them for the waiter; ``turn.start`` opens a ``TurnState`` with t
 trust is the lowest of their senders', or the runtime's home level without any) and clears the waiter;
 ``message.sent`` collects the ids a turn sent. The late handler (after the wakeup engine's) closes the turn:
 it hands a ``TurnReport`` to the extensions (in the background), passes the messages the turn never saw to
-the wakeup engine's ``reconsider``, and marks the end handled (what ``settled()`` waits for).
+the wakeup engine's ``reconsider``, and marks the end handled (what ``settled()`` waits for). A turn that
+failed because its fact log could not be written stops the runtime (``Lifecycle.log_failed``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
 from ishiki_host.commands.trust import TrustPolicy, lowest
+from ishiki_host.errors import FactLogError
 from ishiki_host.runtime.inbound import is_inbound
 from ishiki_host.runtime.turnstate import TurnReport, TurnState, source_target
 
@@ -121,6 +123,8 @@ class TurnTracker:
             state.trust,
         )
         rt = self._rt
+        if isinstance(outcome.error, FactLogError):
+            rt.lifecycle.log_failed(outcome.error)
         if rt.extensions.implements("ishiki_turn_finished"):
             rt.lifecycle.background(rt.extensions.turn_finished(report, only=state.extensions))
         if outcome.unseen and rt.wakeup_engine is not None:

@@ -12,9 +12,17 @@ its shaped events here, and the test reads them back. Attachments are captured i
         (event,) = await channel_host.wait_for_events(1)
         tg.cancel_scope.cancel()
 
-``fail_next(*errors)`` makes the next dispatches raise before anything is recorded (the event is not durable,
-as when a runtime's disk is full), so a test can show the channel does not confirm such input to its platform.
-With ``routed=False`` every event is recorded as owned by no profile, which the real host also reports.
+It can be made to fail or to stop at chosen moments:
+
+- ``fail_next(*errors)``: the next dispatches raise before anything is recorded (the event is not durable, as
+  when a runtime's disk is full), so a test can show the channel does not confirm such input to its platform;
+- ``on_dispatch`` runs when a dispatch begins, ``on_recorded`` once the event is recorded; each is followed by
+  a checkpoint, so cancelling a scope there "kills" the channel before the event is durable, or between
+  "durable" and "dispatch returned".
+
+With ``routed=False`` every event is answered as owned by no profile, which the real host also reports. With
+``dedupe=True`` an event already held is not recorded again but kept in ``duplicates``, keyed as the real host
+keys repeats (``ishiki_host.runtime.repeats.event_identity``). ``capture=False`` records attachments as given.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import anyio
 
 from ishiki_host.core.clock import Clock, FakeClock
 from ishiki_host.runtime.events import Attachment
+from ishiki_host.runtime.repeats import event_identity
 from ishiki_host.runtime.resources import AssetFetchers, Blob, RuntimeResources, create_runtime_resources
 
 if TYPE_CHECKING:
@@ -68,6 +77,8 @@ class FakeChannelHost:
         rng: random.Random | None = None,
         logger: logging.Logger | None = None,
         routed: bool = True,
+        dedupe: bool = False,
+        capture: bool = True,
     ):
         self.clock: Clock = clock or FakeClock()
         self.rng = rng or random.Random(0)
@@ -78,9 +89,15 @@ class FakeChannelHost:
             Path(root) / "runtime", clock=self.clock, fetchers=self.fetchers
         )
         self.routed = routed
+        self.dedupe = dedupe
+        self.capture = capture
         self.events: list[IshikiEvent] = []
+        self.duplicates: list[IshikiEvent] = []
         self.dispatches = 0
+        self.on_dispatch: Callable[[IshikiEvent], None] | None = None
+        self.on_recorded: Callable[[IshikiEvent], None] | None = None
         self._failures: collections.deque[BaseException] = collections.deque()
+        self._entries: dict[str, int] = {}  # event identity -> its entry id, for ``dedupe``
         self._changed: anyio.Event | None = None
 
     def fail_next(self, *errors: BaseException) -> None:
@@ -91,14 +108,25 @@ class FakeChannelHost:
         """Record ``event``, its ``attachments`` captured as ``asset://`` URLs; returns its receipt."""
         self.dispatches += 1
         try:
+            if self.on_dispatch is not None:
+                self.on_dispatch(event)
+                await anyio.lowlevel.checkpoint()
             if self._failures:
                 raise self._failures.popleft()
-            if attachments:
+            key = event_identity(event)
+            if self.dedupe and key in self._entries:
+                self.duplicates.append(event)
+                return FakeDelivery(entry_id=self._entries[key])
+            if self.capture and attachments:
                 captured = [await self._capture(item) for item in attachments]
                 event = dataclasses.replace(event, attachments=(*event.attachments, *captured))
             if not self.routed:
                 return FakeDelivery(routed=False, runtime_key=None)
             self.events.append(event)
+            self._entries[key] = len(self.events)
+            if self.on_recorded is not None:
+                self.on_recorded(event)
+                await anyio.lowlevel.checkpoint()
             return FakeDelivery(entry_id=len(self.events))
         finally:
             self._notify()

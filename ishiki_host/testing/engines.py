@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.hooks import AgentHooks
+from ishiki_host.engines.toolcall.native import NativeToolcall
 from ishiki_host.plugins.base import ContextEngine, ToolcallEngine, WakeupEngine
 
 if TYPE_CHECKING:
     from ishiki_host.core.bus import BusEvent
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.model import LanguageModel
     from ishiki_host.plugins.runtime_api import Dispose
 
 __all__ = ["EveryMessageWakeup", "PassthroughToolcall", "PlainContext"]
@@ -85,20 +85,9 @@ class PlainContext(ContextEngine):
         return _Plain()
 
 
-class _Passthrough:
-    def wrap(self, model: LanguageModel) -> LanguageModel:
-        return model
-
-    def hooks(self) -> AgentHooks | None:
-        return None
-
-    async def instructions(self) -> str | None:
-        return None
-
-
 class PassthroughToolcall(ToolcallEngine):
     """The model's native tool calling, unwrapped (see the module docstring)."""
 
     def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
         """The instance for one runtime."""
-        return _Passthrough()
+        return NativeToolcall()  # the built-in native engine's instance, without its option checks

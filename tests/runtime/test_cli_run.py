@@ -76,6 +76,7 @@ def test_lines_are_delivered_one_turn_at_a_time(
         fake_openai.tool_call("send_message", {"messages": [f"re: {text}", "(done)"]})
     code, out, err = start_ishiki("run", str(root)).finish(input="one\n\ntwo\nthree\n")
     assert code == 0, err
+    assert "unclean stop" not in err  # a runtime spawned by input during the start-up scan is not "unclean"
     assert out.splitlines() == ["re: one", "(done)", "re: two", "(done)", "re: three", "(done)"]
     users = [[m["content"] for m in body["messages"] if m["role"] == "user"] for body in fake_openai.bodies]
     assert users == [["one"], ["one", "two"], ["one", "two", "three"]]  # each turn saw only the lines before it

@@ -123,7 +123,7 @@ class _Scan:
             return False
         if entry.type == "compact":
             if self.head is None:
-                self.head, self.upto = entry, _int(entry.data.get("upto"))
+                self.head, self.upto = entry, entry.upto
             return True
         if self.over:  # the window is decided; read on a little only to find its head
             self.skipped += self.params.cost(entry)
@@ -220,14 +220,3 @@ def _is_lead(entry: Entry) -> bool:
     """An inbound user message (written outside any turn, not a wake prompt)."""
     data: Any = entry.data
     return entry.type == "message" and entry.turn is None and data.get("role") == "user" and not data.get("wake")
-
-
-def _int(value: object) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int | float | str):
-        try:
-            return int(value)
-        except ValueError:
-            return 0
-    return 0

@@ -17,7 +17,6 @@ Everything here is pure: the engine supplies times (``Clock.now()`` seconds), hi
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ from typing import Any, Literal
 
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest
+from ishiki_host.core.strict_json import loads_strict
 from ishiki_host.engines._options import resolve_options
 from ishiki_host.engines.wakeup._features import MessageFeatures
 from ishiki_host.errors import JudgeReplyInvalid
@@ -191,18 +191,6 @@ def build_judge_request(history: Sequence[ChatLine], options: JevOptions, *, bot
     )
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number the judge may use")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    duplicated = sorted({key for key in keys if keys.count(key) > 1})
-    if duplicated:
-        raise ValueError(f"duplicate keys {duplicated}")
-    return dict(pairs)
-
-
 def parse_judge_reply(text: str) -> JudgeScores:
     """Read the judge's reply strictly: one JSON object with exactly the three scores, each a number in [0, 1].
 
@@ -211,7 +199,7 @@ def parse_judge_reply(text: str) -> JudgeScores:
     """
     shown = text if len(text) <= 200 else text[:200] + "…"
     try:
-        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        value = loads_strict(text)
     except ValueError as exc:
         raise JudgeReplyInvalid(f"the judge's reply is not one JSON object ({exc}): {shown!r}") from None
     if not isinstance(value, dict):

@@ -84,7 +84,7 @@ class LocalFiles:
             raise ResourceError("not_found", f"{shown} does not exist")
         try:
             info = os.stat(target)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a path that goes on past a file
             raise ResourceError("not_found", f"{shown} does not exist") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from ishiki_host.core.strict_json import loads_strict
 
 from ishiki_engine_narrative.errors import RoleOutputInvalid
 
@@ -29,18 +30,6 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    duplicated = sorted({key for key in keys if keys.count(key) > 1})
-    if duplicated:
-        raise ValueError(f"duplicate keys {duplicated}")
-    return dict(pairs)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def read_json_object(text: str, *, who: str) -> dict[str, Any]:
     """The one JSON object ``text`` is, read strictly.
 
@@ -54,7 +43,7 @@ def read_json_object(text: str, *, who: str) -> dict[str, Any]:
         body = fenced.group(1).strip()
     shown = clip(text.strip(), 200)
     try:
-        value = json.loads(body, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = loads_strict(body)
     except ValueError as exc:
         raise RoleOutputInvalid(f"{who} did not answer with one JSON object ({exc}): {shown!r}") from None
     if not isinstance(value, dict):

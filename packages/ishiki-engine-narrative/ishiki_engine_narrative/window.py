@@ -89,7 +89,7 @@ class _Reader:
             return self._keep_recent(entry)
         if entry.type == ENTRY_TYPE:
             if self.narrative is None:
-                self.narrative, self.upto = entry, _int(entry.data.get("upto"))
+                self.narrative, self.upto = entry, entry.upto
                 if self.floor is not None and self.floor >= self.upto:
                     return False  # the compact entry already stands for all the narrative covers
             return True
@@ -98,7 +98,7 @@ class _Reader:
             return False
         if entry.type == "compact":
             if self.floor is None:
-                self.floor, self.opening = _int(entry.data.get("upto")), entry
+                self.floor, self.opening = entry.upto, entry
             return True
         if self.floor is not None and entry.id <= self.floor:
             return True  # covered by the compaction; read on only to find the narrative
@@ -168,14 +168,3 @@ def _sender(data: Any) -> str:
     if name and uid:
         return f"{name} ({uid}): "
     return f"{name or uid}: " if name or uid else ""
-
-
-def _int(value: object) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int | float | str):
-        try:
-            return int(value)
-        except ValueError:
-            return 0
-    return 0

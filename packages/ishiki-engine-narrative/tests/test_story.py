@@ -38,7 +38,7 @@ def test_a_decision_is_read(text: str, expected: Decision) -> None:
         ('{"intent": "reply", "rationale": "x", "mood": "happy"}', "extra keys ['mood']"),
         ('{"intent": "shout", "rationale": "x"}', "chose intent 'shout'; expected one of act, reply, wait, finish"),
         ('{"intent": "reply", "rationale": "  "}', '"rationale" must be a non-empty string'),
-        ('{"intent": "reply", "rationale": NaN}', "NaN is not JSON"),
+        ('{"intent": "reply", "rationale": NaN}', "NaN is not a JSON number"),
     ],
 )
 def test_anything_else_is_refused_with_the_reason(text: str, message: str) -> None:

@@ -1,0 +1,328 @@
+"""The crash harness: ``ishiki run`` on Telegram, SIGKILLed again and again while it answers chats.
+
+``CrashRun(plan, workdir, ishiki).run()`` writes a config directory whose profile claims the bot of a loopback
+fake Bot API (``FakeBotAPI``, served from this event loop) and whose model is a loopback fake OpenAI server
+answering as ``RationalModel``; then it runs lives of a real ``ishiki run`` subprocess while pushing the
+seeded traffic in waves (a wave whenever fewer than ``plan.outstanding`` direct messages wait for their answer).
+Every life but the last ends in SIGKILL at a point drawn from a seeded random source, as a count of observed
+events, never wall time: the n-th model request of that life (killed before it is answered), the n-th message
+the bot sends, or the n-th update confirmed. After every ``plan.torn_every``-th kill a torn tail is written at
+the end of one fact log, as a power loss cutting a write would leave it. The last life runs until every
+message is recorded and every direct message settled, then stops with SIGTERM; one more life starts on a log
+given a torn tail after that clean stop, and is stopped as soon as it polls. Then ``CrashReport.properties``
+holds the checks of ``_crash_check``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from _crash_check import (
+    FactLogs,
+    Property,
+    Torn,
+    answers_by_token,
+    check_answers,
+    check_inbound,
+    check_memory_db,
+    check_tool_results,
+    check_torn_tails,
+    duplicates_by_runtime,
+)
+from _crash_model import Message, RationalModel, Traffic
+from ishiki_channel_telegram.testing import DEFAULT_TOKEN, FakeBotAPI, group_chat, private_chat, user
+
+from ishiki_host.testing import FakeOpenAIServer
+
+__all__ = ["CrashPlan", "CrashReport", "CrashRun", "Life"]
+
+_KINDS = ("model", "send", "confirm")
+_TORN = b'{"id": 987654321, "type": "message", "ts": 1700000000.0, "data": {"role": "assistant", "parts": [{"ty'
+_PLUGINS = Path(__file__).with_name("_crash_plugins.py")
+
+
+@dataclass(frozen=True)
+class CrashPlan:
+    """The size and seed of one run (the defaults are the full run: 500 messages, 50 chats, 24 kills)."""
+
+    seed: int = 1
+    messages: int = 500
+    chats: int = 50
+    groups: int = 10
+    kills: int = 24
+    latency: float = 0.01
+    wave: int = 25
+    outstanding: int = 60
+    torn_every: int = 3
+    max_events: int = 8
+    life_deadline: float = 120.0
+
+
+@dataclass(frozen=True)
+class Life:
+    """One ``ishiki run`` process: how it was to end, how it did, how long it lived, where its log is."""
+
+    index: int
+    trigger: str
+    code: int | None
+    seconds: float
+    log: Path
+    ready: float | None = None  # seconds from the start of the process to its first getUpdates
+
+
+@dataclass
+class CrashReport:
+    """What a run did and what it found."""
+
+    plan: CrashPlan
+    lives: list[Life] = field(default_factory=list)
+    torn: list[Torn] = field(default_factory=list)
+    properties: list[Property] = field(default_factory=list)
+    duplicates: dict[str, int] = field(default_factory=dict)
+    cut_sends: int = 0  # direct messages unanswered because a kill cut their send in flight (at most once)
+    seconds: float = 0.0
+
+    @property
+    def kills(self) -> int:
+        """Lives ended by SIGKILL."""
+        return sum(1 for life in self.lives if life.code == -signal.SIGKILL)
+
+    def failed(self) -> list[Property]:
+        """The properties that do not hold."""
+        return [p for p in self.properties if not p.ok]
+
+    def lines(self) -> list[str]:
+        """A readable summary."""
+        kinds = sorted({life.trigger.split()[0] for life in self.lives})
+        head = (
+            f"seed {self.plan.seed}: {self.plan.messages} messages in {self.plan.chats} chats "
+            f"({self.plan.groups} groups), {len(self.lives)} lives, {self.kills} SIGKILLs ({', '.join(kinds)}), "
+            f"{len(self.torn)} torn tails written, {self.seconds:.1f} s"
+        )
+        return [head, *(p.line() for p in self.properties)]
+
+
+class CrashRun:
+    """One run of the harness (see the module docstring)."""
+
+    def __init__(self, plan: CrashPlan, workdir: Path, ishiki: Path, *, env: Mapping[str, str] | None = None):
+        self.plan = plan
+        self.workdir = Path(workdir)
+        self.root = self.workdir / "bot"
+        self.ishiki = ishiki
+        self.env = dict(env if env is not None else os.environ)
+        self.model = RationalModel()
+        self.traffic = Traffic(plan.seed, plan.messages, plan.chats, plan.groups)
+        self.rng = random.Random(f"kills/{plan.seed}")
+        self.report = CrashReport(plan)
+        self.server: FakeBotAPI | None = None
+
+    @property
+    def bot(self) -> FakeBotAPI:
+        """The fake Bot API (while running)."""
+        assert self.server is not None, "the run has not started"
+        return self.server
+
+    async def run(self) -> CrashReport:
+        """Run every life, then check (see the module docstring)."""
+        start = time.monotonic()
+        with FakeOpenAIServer() as llm:
+            llm.default = self.model
+            llm.latency = self.plan.latency
+            async with FakeBotAPI() as self.server, anyio.create_task_group() as tg:
+                self._write_config(llm.base_url)
+                tg.start_soon(self._drive)
+                for index in range(self.plan.kills):
+                    await self._life(index, self._trigger())
+                    if (index + 1) % self.plan.torn_every == 0:
+                        self._tear(index)
+                await self._life(self.plan.kills, ("final", 0))
+                self._tear(self.plan.kills)
+                await self._life(self.plan.kills + 1, ("restart", 0))
+                tg.cancel_scope.cancel()
+            self.report.seconds = time.monotonic() - start
+            await self._check()
+        return self.report
+
+    # -- set-up -----------------------------------------------------------------------------------------
+
+    def _write_config(self, model_url: str) -> None:
+        site = self.workdir / "site"
+        (site / "ishiki_crash_plugins-0.1.dist-info").mkdir(parents=True, exist_ok=True)
+        shutil.copy(_PLUGINS, site / "ishiki_crash_plugins.py")
+        info = site / "ishiki_crash_plugins-0.1.dist-info"
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ishiki-crash-plugins\nVersion: 0.1\n", "utf-8")
+        (info / "entry_points.txt").write_text("[ishiki.ext]\nmemo = ishiki_crash_plugins:Memo\n", "utf-8")
+        self.env["PYTHONPATH"] = str(site)
+        self.env["CRASH_BOT_TOKEN"] = DEFAULT_TOKEN
+        files = {
+            "ishiki.yaml": (
+                "reload_interval_seconds: 0\nshutdown_grace_seconds: 10\nlog_level: info\nchannels:\n  telegram:\n"
+                f"    accounts:\n      - token: ${{CRASH_BOT_TOKEN}}\n        api_base: {self.bot.url}\n"
+                "        poll_timeout: 5\n        backoff_max: 1\n"
+            ),
+            "models.yaml": (
+                f"providers:\n  fake:\n    api: openai-completions\n    baseUrl: {model_url}\n    maxConcurrency: 64\n"
+                "    models: [{id: fake-model}]\ngroups:\n  default:\n    models: [fake:fake-model]\n"
+            ),
+            "profiles/ana/profile.yml": (
+                f"model: default\nchannels:\n  telegram:{DEFAULT_TOKEN.split(':')[0]}: ['*']\nextends:\n  memo: {{}}\n"
+            ),
+            "profiles/ana/persona.md": "You are Ana. Acknowledge every message you are sent.\n",
+        }
+        for name, text in files.items():
+            path = self.root / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, "utf-8")
+
+    def _trigger(self) -> tuple[str, int]:
+        return self.rng.choice(_KINDS), self.rng.randint(1, self.plan.max_events)
+
+    # -- traffic ----------------------------------------------------------------------------------------
+
+    async def _drive(self) -> None:
+        """Push waves of messages whenever few enough direct messages wait for their answer."""
+        while not self.traffic.done:
+            await self.bot.until(lambda: self._outstanding() < self.plan.outstanding, deadline=3600)
+            for message in self.traffic.next_wave(self.plan.wave):
+                self._push(message)
+
+    def _push(self, message: Message) -> None:
+        text = f"hello {message.token}"
+        if message.direct:
+            self.bot.push_message(private_chat(user(10_000 + message.chat, f"P{message.chat}")), text)
+        else:
+            chat = group_chat(-1_000_000_000_000 - message.chat, f"G{message.chat}")
+            self.bot.push_message(chat, f"chatter {message.token}", sender=user(20_000 + message.chat, "S"))
+
+    def _answers(self) -> Counter[str]:
+        return answers_by_token(m.text for m in self.bot.sent)
+
+    def _outstanding(self) -> int:
+        answered, settled = self._answers(), self.model.settled
+        pushed = self.traffic.plan[: self.traffic.pushed]
+        return sum(1 for m in pushed if m.direct and not answered.get(m.token) and m.token not in settled)
+
+    def _done(self) -> bool:
+        return self.traffic.done and not self.bot.pending and self._outstanding() == 0
+
+    # -- lives ------------------------------------------------------------------------------------------
+
+    async def _life(self, index: int, trigger: tuple[str, int]) -> None:
+        kind, count = trigger
+        log = self.workdir / f"life{index:02d}.log"
+        command = [str(self.ishiki), "run", str(self.root)]
+        with log.open("wb") as out:
+            process = await anyio.open_process(
+                command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=self.env
+            )
+        began = time.monotonic()
+        ready: list[float] = []
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._note_ready, began, ready)
+                if kind == "model":
+                    self.model.arm(count, process.pid)
+                elif kind in ("send", "confirm"):
+                    tg.start_soon(self._kill_after, kind, count, process.pid)
+                tg.start_soon(self._end_when_idle, kind, process)
+                with anyio.move_on_after(self.plan.life_deadline) as deadline:
+                    await process.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.model.disarm()
+            if process.returncode is None:
+                process.kill()
+            with anyio.CancelScope(shield=True):
+                code = await process.wait()
+                await process.aclose()
+        text = (f"{kind} {count}" if count else kind) + (" (timed out)" if deadline.cancelled_caught else "")
+        seconds = time.monotonic() - began
+        self.report.lives.append(Life(index, text, code, seconds, log, ready[0] if ready else None))
+
+    async def _note_ready(self, began: float, ready: list[float]) -> None:
+        """When the host polls Telegram for the first time in this life."""
+        polls = self.bot.count("getUpdates")
+        await self.bot.until(lambda: self.bot.count("getUpdates") > polls, deadline=3600)
+        ready.append(time.monotonic() - began)
+
+    async def _kill_after(self, kind: str, count: int, pid: int) -> None:
+        bot = self.bot
+        if kind == "send":
+            base = len(bot.sent)
+            await bot.until(lambda: len(bot.sent) >= base + count, deadline=3600)
+        else:
+            base = bot.confirmed
+            await bot.until(lambda: bot.confirmed >= base + count, deadline=3600)
+        _kill(pid)
+
+    async def _end_when_idle(self, kind: str, process: anyio.abc.Process) -> None:
+        """The last life stops (SIGTERM) once it polls and all is settled; the restart once it polls; a kill life
+        that ran out of work is killed then (its trigger would never come)."""
+        if kind in ("restart", "final"):  # a SIGTERM before the host runs would find no handler yet
+            polls = self.bot.count("getUpdates")
+            await self.bot.until(lambda: self.bot.count("getUpdates") > polls, deadline=3600)
+        if kind == "restart":
+            process.send_signal(signal.SIGTERM)
+            return
+        with anyio.move_on_after(self.plan.life_deadline - 5):  # a final life that never settles is stopped
+            while not self._done():  # the model's view of what is settled changes in its own thread: look again
+                with anyio.move_on_after(0.25):
+                    await self.bot.until(self._done, deadline=3600)
+        if kind == "final":
+            process.send_signal(signal.SIGTERM)
+        else:
+            _kill(process.pid)
+
+    def _tear(self, after_life: int) -> None:
+        logs = sorted(Path(self.root, "data", "runtimes").rglob("facts.jsonl"))
+        if not logs:
+            return
+        path = self.rng.choice(logs)
+        with path.open("ab") as out:
+            out.write(_TORN)
+        self.report.torn.append(Torn(path, _TORN, after_life))
+
+    # -- checks -----------------------------------------------------------------------------------------
+
+    async def _check(self) -> None:
+        data = self.root / "data"
+        logs = FactLogs.read(data)
+        traffic, report = self.traffic, self.report
+        report.duplicates = {k: v for k, v in duplicates_by_runtime(logs).items() if v}
+        answers, in_doubt = self._answers(), logs.in_doubt()
+        report.cut_sends = sum(1 for t in traffic.direct_tokens if not answers[t] and t in in_doubt)
+        report.properties = [
+            check_inbound(logs, [m.token for m in traffic.plan]),
+            check_answers(answers, traffic.direct_tokens, traffic.group_tokens, in_doubt),
+            check_tool_results(logs),
+            check_memory_db(data / "memory.db"),
+            check_torn_tails(logs, report.torn, [life.log for life in report.lives]),
+            _check_exits(report.lives),
+        ]
+
+
+def _check_exits(lives: list[Life]) -> Property:
+    """Every life ended as planned: SIGKILL for the killed ones, exit 0 after SIGTERM for the others."""
+    wrong = [
+        f"life {life.index} ({life.trigger}) ended with {life.code}; see {life.log}"
+        for life in lives
+        if life.code != (0 if life.trigger in ("final", "restart") else -signal.SIGKILL) or "timed out" in life.trigger
+    ]
+    return Property("every life ended as planned", not wrong, f"{len(lives)} lives", tuple(wrong))
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,31 @@
+"""Argument handling shared by the CLI commands that act on a config directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_dir_argument", "usable_dir"]
+
+
+def add_dir_argument(parser: Any) -> None:
+    """The optional ``DIR`` positional every config-directory command takes (default: the current one)."""
+    parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the config directory (default: .)")
+
+
+def usable_dir(command: str, dir_arg: str) -> Path | None:
+    """``dir_arg`` as a path when it is a config directory; else ``None``, the reason printed as ``ishiki COMMAND``.
+
+    Callers exit with status 2 on ``None`` (the convention of every command: 2 = not a config directory).
+    """
+    from ishiki_host.errors import ConfigDirError
+    from ishiki_host.plugins.configdir import check_usable
+
+    root = Path(dir_arg)
+    try:
+        check_usable(root)
+    except ConfigDirError as exc:
+        print(f"ishiki {command}: {exc.message}", file=sys.stderr)
+        return None
+    return root
