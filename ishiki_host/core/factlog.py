@@ -78,9 +78,8 @@ class FactLog:
         self._last_id = 0
         self._synced = (self._size, 0)
         self._bad_offsets: set[int] = set()
-        # fast_acquire: a free lock is taken without a trip through the event loop (several appends per turn)
-        self._lock = anyio.Lock(fast_acquire=True)
-        self._sync_lock = anyio.Lock(fast_acquire=True)
+        self._lock = anyio.Lock()
+        self._sync_lock = anyio.Lock()
         self._closed = False
         self._thread_reads = 0  # reads running in worker threads; close() waits for them
         self._reads_done = anyio.Event()
