@@ -80,10 +80,20 @@ def models_yaml(server: FakeModelServer, *, models: tuple[str, ...] = ("fake-mod
     )
 
 
-def host_yaml(accounts: str = "[{self_id: bot}]", *, reload_interval: float = 0, extra: str = "") -> str:
+def host_yaml(
+    accounts: str = "[{self_id: bot}]", *, reload_interval: float = 0, interactive_grace: float = 0, extra: str = ""
+) -> str:
     """An ishiki.yaml with fake-channel accounts; polling is off unless ``reload_interval`` is given (tests
-    call ``host.reload()``)."""
-    return f"reload_interval_seconds: {reload_interval}\nchannels:\n  fake:\n    accounts: {accounts}\n{extra}"
+    call ``host.reload()``).
+
+    ``interactive_grace`` (the model scheduler's ``interactive_grace_seconds``) is 0 unless given: background
+    calls after a turn (the summarizer's) would otherwise wait on a ``FakeClock`` that only the test moves, and
+    every stop of the host would sit out its shutdown grace for them.
+    """
+    return (
+        f"reload_interval_seconds: {reload_interval}\nscheduler: {{interactive_grace_seconds: {interactive_grace}}}\n"
+        f"channels:\n  fake:\n    accounts: {accounts}\n{extra}"
+    )
 
 
 def write_config(

@@ -253,7 +253,7 @@ async def test_usage_of_a_call_outside_the_model_step_is_logged(
         Reply(tool_calls=(ScriptedCall("finish", {}),)),
     )
     profiles = {"ana": profile_yaml(extra="extends: {summarizer: {}}\n")}
-    host = host_yaml(extra="scheduler: {interactive_grace_seconds: 0}\n")  # background calls go at once
+    host = host_yaml()  # no interactive grace (its default): background calls go at once
     async with make_host(profiles=profiles, host=host, plugins={"ishiki.ext.summarizer": Summarizer}) as th:
         delivery = await say(th.channel(), "sum it up")
         runtime = delivery.runtime

@@ -46,7 +46,7 @@ REFUSED = {
     "narrative": "called 'launch', which is not an action tool",
     "codemode": "TypeError: not a function",
 }
-HOST = host_yaml(extra="scheduler: {interactive_grace_seconds: 0}\n")  # the narrative update goes at once
+HOST = host_yaml()  # no interactive grace (its default): the narrative update goes at once
 SENDERS = [("2", False), ("3", False), ("1", True)]
 SENDER_IDS = ["untrusted", "trusted", "owner"]
 LAUNCH = ScriptedCall("launch", {"target": "moon"})

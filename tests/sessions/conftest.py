@@ -36,8 +36,6 @@ Answer = Reply | Response | Callable[[RecordedRequest], "Reply | Response"]
 Settle = Callable[[AgentRuntime], Awaitable[None]]
 MemoryHost = Callable[..., TestHost]
 
-QUICK_BACKGROUND = "scheduler: {interactive_grace_seconds: 0}\n"
-
 
 def send(*messages: str) -> Reply:
     """A persona answer calling send_message with ``messages``."""
@@ -132,7 +130,7 @@ def memory_host(make_host: Callable[..., TestHost], fake_openai: FakeOpenAIServe
             )
         session = f"session: {{summarizer: {summarizer}" + (f", compact_threshold: {threshold}" if threshold else "")
         profile = profile_yaml(summarizer=None, extra=session + "}\n" + extra)
-        host = host_yaml(reload_interval=reload_interval, extra=QUICK_BACKGROUND + host_extra)
+        host = host_yaml(reload_interval=reload_interval, extra=host_extra)
         return make_host(profiles={"ana": profile}, models=models, host=host, files=files, **options)
 
     return make

@@ -49,8 +49,10 @@ def bot_config(tmp_path, telegram_server, fake_openai):
     def write(*, profiles=None, root=None, **account):
         keys = {"name": "helper", "api_base": telegram_server.url, "backoff_max": 30, **account}
         lines = "".join(f"        {key}: {value}\n" for key, value in keys.items())
+        # Background calls after a turn (the summarizer) wait out the scheduler's interactive grace on the
+        # fake clock, which only the test moves: with a grace, every stop would sit out its real 10 s deadline.
         host = (
-            "reload_interval_seconds: 0\n"
+            "reload_interval_seconds: 0\nscheduler: {interactive_grace_seconds: 0}\n"
             "channels:\n  telegram:\n    accounts:\n"
             "      - token: ${TELEGRAM_BOT_TOKEN}\n" + lines
         )
