@@ -148,6 +148,8 @@ async def test_an_attachment_is_read_by_the_model_through_the_hosts_fetchers(bot
 
     def answer(request: RecordedRequest) -> Reply:
         messages = request.json["messages"]
+        if not request.json.get("tools"):  # the summarizer's call after the turn, offered no tools
+            return Reply("Alice asked how hot to brew green tea.")
         if messages[-1]["role"] == "tool":
             seen["result"] = str(messages[-1]["content"])
             return send("Eighty degrees, two minutes.")
