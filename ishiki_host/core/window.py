@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.messages import Message
 
-__all__ = ["SUMMARY_HEADER", "project_entries", "select_session_window"]
+__all__ = ["SUMMARY_HEADER", "project_entries", "project_entry", "select_session_window"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,13 +54,15 @@ def project_entries(entries: Iterable[Entry]) -> list[Message]:
     """
     messages: list[Message] = []
     for entry in entries:
-        message = _project_one(entry)
+        message = project_entry(entry)
         if message is not None:
             messages.append(message)
     return _drop_unpaired_tool_messages(messages)
 
 
-def _project_one(entry: Entry) -> Message | None:
+def project_entry(entry: Entry, *, warn: bool = True) -> Message | None:
+    """The model message one entry becomes: a session or compact entry's summary, a message entry as it is;
+    ``None`` for entries the model never sees and for malformed messages (logged unless ``warn`` is false)."""
     if entry.type in ("session", "compact"):
         summary = entry.data.get("summary")
         return Message.user(f"{SUMMARY_HEADER}\n{summary}") if isinstance(summary, str) and summary else None
@@ -68,8 +70,9 @@ def _project_one(entry: Entry) -> Message | None:
         return None
     try:
         return Message.from_dict(entry.data)
-    except (KeyError, TypeError, ValueError) as exc:
-        logger.warning("fact log entry %s is not a valid message and was left out of the window: %s", entry.id, exc)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if warn:
+            logger.warning("fact log entry %s is not a valid message and was left out of the window: %s", entry.id, exc)
         return None
 
 

@@ -27,13 +27,12 @@ from typing import Any
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.messages import Message
 from ishiki_host.core.tokens import Estimator, estimate_messages_tokens, estimate_tokens
-from ishiki_host.core.window import SUMMARY_HEADER
+from ishiki_host.core.window import project_entry
 
 __all__ = ["INSTRUCTIONS", "Renderer"]
 
 _SAFE_ID = re.compile(r"[\w.:@+\-/=]+")
 _QUOTE_CHARS = 200
-_ROLES = ("system", "user", "assistant", "tool")
 
 INSTRUCTIONS = """\
 Chat messages arrive as user messages whose first line is a header:
@@ -123,15 +122,11 @@ class Renderer:
 
     def message(self, entry: Entry) -> Message | None:
         """The one model message an entry becomes (``None`` for entries the model never sees)."""
-        if entry.type in ("session", "compact"):
-            summary = entry.data.get("summary")
-            return Message.user(f"{SUMMARY_HEADER}\n{summary}") if isinstance(summary, str) and summary else None
-        if entry.type != "message" or entry.data.get("role") not in _ROLES:
-            return None
         try:
-            return Message.from_dict(self.render_entry(entry).data)
+            rendered = self.render_entry(entry)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
+        return project_entry(rendered, warn=False)  # asked for costs on every step: the projection warns once
 
     def cost(self, entry: Entry) -> int:
         """Estimated tokens of the message ``entry`` becomes (0 for entries the model never sees)."""
