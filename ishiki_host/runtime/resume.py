@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ishiki_host.core.entries import Entry
+from ishiki_host.core.recovery import TURN_END_EVENTS
 from ishiki_host.runtime.inbound import is_inbound
 from ishiki_host.runtime.paths import RuntimeKey, escape_segment, unescape_segment
 from ishiki_host.runtime.turnstate import source_target
@@ -53,23 +54,32 @@ class TailState:
 
 def scan_tail(newest_first: Iterator[Entry]) -> TailState:
     """Inbound entries since the last turn ended (``pending``), those newer than the last clean stop too
-    (``undecided``), and the channel of the newest inbound entry; all oldest first."""
+    (``undecided``), and the channel of the newest inbound entry; all oldest first.
+
+    Input appended while the last turn was ending (after its last model answer, before its end event) came
+    too late for that turn: it counts as since the turn ended. The live runtime decides on it right after
+    the turn; a crash in between must not leave it unanswered.
+    """
     state = TailState()
-    collecting, deciding = True, True
+    collecting, deciding, late = True, True, False
     for count, entry in enumerate(newest_first):
         if count >= SCAN_LIMIT:
             break
         if entry.type == "event" and entry.name == STOP_EVENT:
             deciding = False
         elif entry.type == "event" and (entry.name or "").startswith("turn."):
-            collecting = deciding = False
+            late = collecting and entry.name in TURN_END_EVENTS
+            collecting = False
+            deciding = deciding and late
+        elif late and entry.type == "message" and entry.data.get("role") == "assistant":
+            late = deciding = False
         if is_inbound(entry):
-            if collecting:
+            if collecting or late:
                 state.pending.append(entry)
             if deciding:
                 state.undecided.append(entry)
             state.target = state.target or source_target(entry)
-            if not collecting:
+            if not (collecting or late):
                 break
     state.pending.reverse()
     state.undecided.reverse()
