@@ -1,6 +1,6 @@
 """Fixtures of the reliability tests: the crash harness of bench/ (imported as its bench script imports it), a
-probe of whether the host drops an inbound event it already recorded, a watch on the logs, a disk that fills
-up, the harness's rational model on ``fake_openai``, and a real host on the fake Telegram Bot API."""
+watch on the logs, a disk that fills up, the harness's rational model on ``fake_openai``, and a real host on
+the fake Telegram Bot API."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import importlib
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,14 +18,9 @@ import anyio
 import pytest
 
 from ishiki_host.core.clock import FakeClock
-from ishiki_host.runtime.events import IshikiEvent, User
-from ishiki_host.runtime.paths import RuntimeKey, runtime_dir
-from ishiki_host.testing import FakeOpenAIServer, TestHost, models_yaml, profile_yaml, write_config
-from ishiki_host.testing.host_fixtures import MakeHost
+from ishiki_host.testing import FakeOpenAIServer, TestHost, models_yaml, write_config
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-Probe = Callable[[], Awaitable[bool]]
 
 
 @pytest.fixture
@@ -40,37 +35,6 @@ def subprocess_env() -> dict[str, str]:
     """The environment for ``ishiki`` subprocesses: this one without what would point the host elsewhere."""
     hidden = ("PYTHONPATH", "OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN")
     return {k: v for k, v in os.environ.items() if k not in hidden}
-
-
-@pytest.fixture
-def host_drops_repeats(make_host: MakeHost) -> Probe:
-    """Whether a real host records an event only once when a channel dispatches it twice (a platform
-    redelivering an update whose confirmation a crash cut off, as Telegram does)."""
-
-    async def probe() -> bool:
-        th = make_host(profiles={"ana": profile_yaml()})
-        event = IshikiEvent(
-            kind="message.created",
-            platform="fake",
-            self_id="bot",
-            channel_id="private:1",
-            message_id="41",
-            timestamp=1_700_000_000.0,
-            user=User("1", "Ada"),
-            content="sent once, delivered twice",
-            extra={"updateId": 500_041},
-        )
-        async with th:
-            for _ in range(2):
-                delivery = await th.host.dispatch(event)
-                with anyio.fail_after(10):
-                    await delivery.settled()
-        home = runtime_dir(th.root / "data", RuntimeKey.for_channel("ana", "fake:bot", "private:1"))
-        lines = [json.loads(line) for line in (home / "facts.jsonl").read_bytes().split(b"\n") if line]
-        recorded = [e for e in lines if (e["data"].get("source") or {}).get("messageId") == "41"]
-        return len(recorded) == 1
-
-    return probe
 
 
 class LogWatch(logging.Handler):

@@ -14,13 +14,11 @@ from the seed, kill points as counts of observed events). What must hold at the 
 
 A host that records a redelivered Telegram update twice fails the first property. The channel confirms an
 update only after its event is durable, so a kill between the two makes Telegram send it again; recognising
-the repeat is the host's job. While the host does not (``host_drops_repeats`` asks it directly), that one
-failure is an expected failure, and the test says so with the numbers.
+the repeat is the host's job (``runtime.repeats``, tested on its own in ``tests/runtime/test_repeats.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -29,21 +27,13 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 SEED = 20_240_501
-INBOUND_ONCE = "inbound messages in a fact log exactly once"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="was seen failing in about 1 run in 3 (a direct message that came while its chat's turn was ending, "
-    "then a SIGKILL before the post-turn decision: never answered); scan_tail now owes such input a decision "
-    "(tests/runtime/test_resume_scan.py). Non-strict until many runs confirm no other race is left (issue 13).",
-)
 async def test_sigkill_at_random_moments_loses_nothing_and_answers_once(
     crash_harness: ModuleType,
     ishiki_bin: Path,
     tmp_path: Path,
     subprocess_env: dict[str, str],
-    host_drops_repeats: Callable[[], Awaitable[bool]],
 ) -> None:
     plan = crash_harness.CrashPlan(seed=SEED)
     assert (plan.messages, plan.chats, plan.kills) == (500, 50, 24)
@@ -51,7 +41,4 @@ async def test_sigkill_at_random_moments_loses_nothing_and_answers_once(
     summary = "\n".join(report.lines())
     print(summary)
     assert report.kills >= 20, summary
-    failed = {p.name for p in report.failed()}
-    if failed == {INBOUND_ONCE} and not await host_drops_repeats():
-        pytest.xfail(f"the host records a redelivered update again (host-side deduplication: issue 8)\n{summary}")
-    assert not failed, summary
+    assert not report.failed(), summary
