@@ -326,16 +326,17 @@ def run(
 ) -> int:
     """Parse the common options (plus ``arguments``), run ``measure``, print the table, write ``--json``.
 
-    ``measure`` may be a coroutine function (it then runs under ``anyio.run``). The exit status is 0 even when a
-    target is missed (benchmarks inform); a measure that fails raises, and the script exits non-zero.
+    ``measure`` may be a coroutine function (it then runs on the event loop ``ishiki run`` takes by default).
+    The exit status is 0 even when a target is missed (benchmarks inform); a measure that fails raises, and the
+    script exits non-zero.
     """
     args = _parser(doc, arguments).parse_args(argv)
     bench = Bench(name or _script_name(measure), args)
     start = time.perf_counter()
     if inspect.iscoroutinefunction(measure):
-        import anyio  # only async scripts pay for the import
+        from ishiki_host import eventloop  # only async scripts pay for the import
 
-        anyio.run(measure, bench)
+        eventloop.run(measure, bench)  # the loop `ishiki run` takes
     else:
         measure(bench)
     seconds = time.perf_counter() - start

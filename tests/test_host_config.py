@@ -1,8 +1,12 @@
-"""``ishiki.yaml``: defaults, validation, time zones, channel accounts checked by the channel's schema."""
+"""``ishiki.yaml``: defaults, validation, time zones, the event loop, channel accounts checked by the channel's
+schema."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import pytest
 
 from ishiki_host.config.host import HeartbeatSettings, HostConfig, SchedulerSettings, load_host_config
 from ishiki_host.plugins.discovery import PluginRegistry
@@ -32,6 +36,7 @@ log_level: debug
 timezone: Europe/Paris
 runtime_idle_seconds: 60
 fsync: always
+event_loop: asyncio
 scheduler: {interactive_grace_seconds: 0.5}
 memory: {limit: 5, extra_for_memory_extension: true}
 heartbeat: {catch_up_seconds: 10}
@@ -45,6 +50,7 @@ heartbeat: {catch_up_seconds: 10}
         60.0,
         "always",
     )
+    assert host.event_loop == "asyncio"
     assert host.scheduler == SchedulerSettings(0.5)
     assert host.memory == {"limit": 5, "extra_for_memory_extension": True}
     assert host.heartbeat == HeartbeatSettings(10.0)
@@ -61,6 +67,20 @@ def test_errors_name_key_and_line_and_fall_back_to_defaults(tmp_path: Path) -> N
         (5, "data_dri", "unknown key 'data_dri'; did you mean 'data_dir'?"),
     ]
     assert (host.log_level, host.fsync, host.timezone) == ("info", "turn", "UTC")
+
+
+def test_an_event_loop_that_is_not_installed_or_unknown_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as on a machine without uvloop: it cannot be imported
+    host, errors = load_host_config(write(tmp_path, "log_level: debug\nevent_loop: uvloop\n"), {})
+    assert [(e.line, e.path) for e in errors] == [(2, "event_loop")]
+    assert "uvloop is not installed" in errors[0].message
+    assert host.event_loop == "auto"  # which then takes asyncio's loop
+    host, errors = load_host_config(write(tmp_path, "event_loop: fast\n"), {})
+    assert [(e.line, e.path, e.message) for e in errors] == [
+        (1, "event_loop", "must be one of 'auto', 'uvloop', 'asyncio'; got 'fast'"),
+    ]
 
 
 def test_malformed_file_is_one_error(tmp_path: Path) -> None:

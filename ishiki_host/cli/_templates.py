@@ -34,6 +34,9 @@ shutdown_grace_seconds: 10
 # When fact logs reach the disk: always (every append) | turn (end of every turn) | never (the OS decides).
 fsync: turn
 
+# The event loop `ishiki run` runs on: auto (uvloop when installed, else asyncio) | uvloop | asyncio.
+event_loop: auto
+
 # Accounts of chat platforms, by platform. The console channel needs none. A Telegram bot, for instance
 # (pip install ishiki-channel-telegram), then claimed in a profile as telegram:<bot id>:
 #   channels:

@@ -57,8 +57,7 @@ def setup_logging(level: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``args.dir``; return the exit status."""
-    import anyio
-
+    from ishiki_host import eventloop
     from ishiki_host.errors import ConfigDirError
     from ishiki_host.plugins.configdir import load_config_dir
 
@@ -73,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         _explain_not_ready(config)
         return 1
     try:
-        return anyio.run(_serve, root, config)
+        return eventloop.run(_serve, root, config, loop=config.host.event_loop)
     except KeyboardInterrupt:
         return 130
 
@@ -89,8 +88,10 @@ def _explain_not_ready(config: ConfigDir) -> None:
 async def _serve(root: Path, config: ConfigDir) -> int:
     import anyio
 
+    from ishiki_host.eventloop import running_loop
     from ishiki_host.runtime.host import Host
 
+    logging.getLogger("ishiki_host.cli").info("event loop: %s", running_loop())
     host = Host(root, config=config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_signals, host)

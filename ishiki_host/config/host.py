@@ -17,6 +17,7 @@ from ishiki_host.config.services import CHANNEL_GROUP, ServiceCatalog, service_n
 from ishiki_host.config.validation import compiled, did_you_mean, schema_errors, with_defaults
 from ishiki_host.config.yamlio import YamlDocument, format_path, load_yaml
 from ishiki_host.errors import ConfigError, HostConfigInvalid
+from ishiki_host.eventloop import EventLoop, uvloop_installed
 
 __all__ = [
     "HOST_FILE",
@@ -62,6 +63,7 @@ class HostConfig:
     reload_interval_seconds: float = 2.0
     shutdown_grace_seconds: float = 10.0
     fsync: FsyncPolicy = "turn"
+    event_loop: EventLoop = "auto"
     channels: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     memory: Mapping[str, Any] = field(default_factory=lambda: {"limit": 20})
@@ -101,6 +103,7 @@ def host_from_document(
     bad_top = {e.path.split(".", 1)[0].split("[", 1)[0] for e in found}
     data = with_defaults(load_schema("host"), {k: v for k, v in data.items() if k not in bad_top})
     errors.extend(_timezone_problems(doc, data))
+    errors.extend(_event_loop_problems(doc, data))
     if any(e.path == "timezone" for e in errors):
         data["timezone"] = "UTC"
     channels, problems = _channels(doc, data["channels"], catalog)
@@ -119,6 +122,14 @@ def _timezone_problems(doc: YamlDocument, data: Mapping[str, Any]) -> list[Confi
         message = f"unknown time zone '{name}' (an IANA name such as 'Europe/Paris' or 'UTC')"
         return [HostConfigInvalid(message, file=doc.file, line=doc.line(("timezone",)), path="timezone")]
     return []
+
+
+def _event_loop_problems(doc: YamlDocument, data: dict[str, Any]) -> list[ConfigError]:
+    if data["event_loop"] != "uvloop" or uvloop_installed():
+        return []
+    data["event_loop"] = "auto"
+    message = "event_loop 'uvloop': uvloop is not installed (pip install uvloop; or 'auto' takes it when it is)"
+    return [HostConfigInvalid(message, file=doc.file, line=doc.line(("event_loop",)), path="event_loop")]
 
 
 def _channels(
@@ -160,6 +171,7 @@ def _build(
         reload_interval_seconds=float(data["reload_interval_seconds"]),
         shutdown_grace_seconds=float(data["shutdown_grace_seconds"]),
         fsync=data["fsync"],
+        event_loop=data["event_loop"],
         channels=dict(channels or {}),
         scheduler=SchedulerSettings(float(data["scheduler"]["interactive_grace_seconds"])),
         memory=dict(data["memory"]),

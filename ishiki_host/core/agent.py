@@ -144,8 +144,10 @@ class Agent:
     ) -> Delivery:
         """Hand a message entry (``Message`` or the ``data`` of a message entry) to the agent.
 
-        With no turn running it is appended now: the returned delivery is already durable and
-        ``message.appended`` has been emitted. With a turn running, ``if_busy`` decides: ``join`` appends it
+        With no turn running it is appended now: ``message.appended`` is emitted as soon as it is written, so
+        the wakeup decision and a turn's model call overlap its fsync, and the returned delivery is durable
+        (a turn acts on its model's answer only once what came before the turn is durable: ``Running.floor``).
+        With a turn running, ``if_busy`` decides: ``join`` appends it
         after the current step's batch (the turn sees it at its next step), ``defer`` after the turn ends,
         ``reject`` raises ``AgentBusy``. ``await delivery`` returns the entry once it is durable.
         ``trigger=True`` also queues a turn that will see it (a joined entry the turn never saw counts).
@@ -159,11 +161,12 @@ class Agent:
             async with self._inbox.write_lock:
                 if self._current is None:  # re-checked: a turn may have started while we waited
                     delivery = Delivery(data, trigger=trigger, mode="now")
-                    delivery._resolve(await self.log.append("message", data))
+                    delivery._resolve(await self.log.append("message", data, sync=False))
             if delivery is not None and delivery.entry is not None:
                 await self.bus.emit("message.appended", entry=delivery.entry, joined=False)
                 if trigger:
                     await self._retrigger([delivery])
+                await self.log.sync(upto=delivery.entry.id)
                 return delivery
         return self._hold(data, trigger, if_busy)
 

@@ -11,8 +11,12 @@ Events the agent emits (``BusEvent.data`` keys in brackets):
   ``turn.done`` / ``turn.failed`` / ``turn.aborted`` [outcome];
 - ``tool.start`` [call, step], ``tool.done`` [call, result, step], ``tool.failed`` [call, result, error, step],
   ``tool.blocked`` [call, reason, step];
-- ``message.appended`` [entry, joined]: emitted once the entry is durable per the log's fsync policy;
-  ``joined`` is true when the entry joined a running turn.
+- ``message.appended`` [entry, joined]: emitted once the entry is in the log. An entry a turn wrote is
+  durable per the log's fsync policy by then; one sent while no turn ran (an inbound message) is announced
+  as soon as it is written, with its fsync under way, so the decision it prompts overlaps the fsync. The
+  sender gets it back durable, and a turn acts on a model's answer only once what came before the turn is
+  durable. An observer with an outside effect that must wait for durability awaits
+  ``log.sync(upto=entry.id)``. ``joined`` is true when the entry joined a running turn.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ serialized and durable per the fsync policy:
 
 - ``always``: every append is fsynced before it returns;
 - ``turn`` (default): appends made outside a turn (``turn=None``: inbound messages, which a channel confirms
-  only once durable) are fsynced at once; inside a turn the agent calls ``sync()`` after each step's batch
-  and at the turn's end;
+  only once durable) are fsynced at once (or, with ``sync=False``, by the caller's own ``sync()``: the agent
+  lets a turn start while an inbound message's fsync is under way); inside a turn the agent calls ``sync()``
+  after each step's batch and at the turn's end;
 - ``never``: the OS decides (a process crash loses nothing, a power loss may).
 
 Reads go backwards from the end in blocks and start from a small cache of recent entries, so reading the
@@ -197,15 +198,19 @@ class FactLog:
         """The id of the newest entry known to be fsynced (entries up to it survive a power loss)."""
         return self._synced[1]
 
-    async def append(self, type: str, data: Mapping[str, Any], *, turn: int | None = None) -> Entry:
+    async def append(self, type: str, data: Mapping[str, Any], *, turn: int | None = None, sync: bool = True) -> Entry:
         """Append one entry; returns it as stored (``data`` round-tripped through JSON)."""
-        (entry,) = await self.append_many([(type, data)], turn=turn)
+        (entry,) = await self.append_many([(type, data)], turn=turn, sync=sync)
         return entry
 
     async def append_many(
-        self, items: Iterable[tuple[str, Mapping[str, Any]]], *, turn: int | None = None
+        self, items: Iterable[tuple[str, Mapping[str, Any]]], *, turn: int | None = None, sync: bool = True
     ) -> list[Entry]:
-        """Append ``(type, data)`` pairs as consecutive entries in one write (and at most one fsync)."""
+        """Append ``(type, data)`` pairs as consecutive entries in one write (and at most one fsync).
+
+        ``sync=False`` only writes them (readable at once; a crash of the process loses nothing): the caller
+        makes them durable with ``sync(upto=...)`` when the policy asks for it.
+        """
         pending = list(items)
         if not pending:
             return []
@@ -218,7 +223,7 @@ class FactLog:
             else:
                 self._write(payload)
             self._remember(entries, lines)
-        if self.fsync == "always" or (self.fsync == "turn" and turn is None):
+        if sync and (self.fsync == "always" or (self.fsync == "turn" and turn is None)):
             await self.sync()
         return entries
 
@@ -256,16 +261,22 @@ class FactLog:
         if not self._cache.maxlen:
             self._floor = self._size
 
-    async def sync(self) -> None:
+    async def sync(self, *, upto: int | None = None) -> None:
         """Make every entry appended so far durable (a no-op under ``never`` or when nothing is pending).
 
-        Concurrent callers share one fsync (group commit); the fsync runs in a worker thread.
+        With ``upto``, return as soon as the entries up to that id are durable: an fsync under way that covers
+        them is waited for, not repeated for entries appended since. Concurrent callers share one fsync (group
+        commit); the fsync runs in a worker thread.
         """
         if self.fsync == "never" or self._synced[0] >= self._size:
+            return
+        if upto is not None and self._synced[1] >= upto:
             return
         async with self._sync_lock:
             target = (self._size, self._last_id)
             if self._synced[0] >= target[0] or self._closed:
+                return
+            if upto is not None and self._synced[1] >= upto:
                 return
             try:
                 await anyio.to_thread.run_sync(self._syncer, self._fd)

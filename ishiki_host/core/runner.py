@@ -70,6 +70,10 @@ class Running:
     pending_calls: list[tuple[ToolCall, Step]] = field(default_factory=list)
     unannounced: list[Entry] = field(default_factory=list)
     unseen: list[Delivery] = field(default_factory=list)
+    floor: int = 0
+    """The newest entry appended before the turn began. The turn may start while its fsync is under way
+    (``Agent.send``); it acts on a model's answer (tool calls, a text reply) only once this is durable, so
+    nothing leaves the host for a message a power loss could take back."""
 
 
 class TurnRunner:
@@ -124,6 +128,7 @@ class TurnRunner:
         turn = running.turn
         start = {"name": "turn.start", "priority": turn.priority, "triggers": turn.triggers}
         async with self._inbox.write_lock:
+            running.floor = self._log.last_id
             await self._log.append("event", start, turn=turn.number)
             if turn.prompt is not None:
                 prompt = {**Message.user(turn.prompt).to_dict(), "wake": True}
@@ -190,6 +195,7 @@ class TurnRunner:
     async def _record(self, running: Running, step: Step) -> None:
         """Write-ahead: the assistant message as soon as the model answered, each result as its tool ends."""
         assert step.result is not None
+        await self._log.sync(upto=running.floor)
         result, number = step.result, step.turn.number
         data = {
             **result.message().to_dict(),

@@ -29,7 +29,8 @@ def kinds(log: FactLog) -> list[str]:
 
 
 @pytest.mark.anyio
-async def test_an_idle_send_is_durable_and_announced_before_it_returns(log, make_agent, bus, syncer) -> None:  # type: ignore[no-untyped-def]
+async def test_an_idle_send_is_announced_once_written_and_durable_when_it_returns(log, make_agent, bus, syncer) -> None:  # type: ignore[no-untyped-def]
+    # Announced before its fsync (the decision it prompts overlaps the fsync); durable when send returns.
     seen: list[tuple[int, bool, int]] = []
     bus.subscribe("message.appended", lambda e: seen.append((e["entry"].id, e["joined"], log.durable_id)))
     agent = make_agent(ScriptedModel([]))
@@ -37,7 +38,8 @@ async def test_an_idle_send_is_durable_and_announced_before_it_returns(log, make
         delivery = await agent.send({"role": "user", "parts": [{"type": "text", "text": "hi"}], "source": {"id": 7}})
         assert delivery.done
         assert delivery.entry is not None
-        assert seen == [(1, False, 1)]
+        assert seen == [(1, False, 0)]
+        assert log.durable_id == 1
         assert await delivery == delivery.entry
         assert delivery.entry.data["source"] == {"id": 7}
         assert not agent.busy

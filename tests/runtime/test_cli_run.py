@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from ishiki_host.core.factlog import FactLog
+from ishiki_host.eventloop import uvloop_installed
 from ishiki_host.testing import FakeOpenAIServer, RecordedRequest, Response, profile_yaml, write_config
 from ishiki_host.testing.host import models_yaml
 
@@ -110,6 +111,19 @@ def test_the_example_config_with_no_input_exits_0_at_once(
     code, out, err = start_ishiki("run", str(repo_config(tmp_path, repo_root))).finish(input="")
     assert (code, out) == (0, ""), err
     assert "profile example is ready" in err
+
+
+@pytest.mark.parametrize("choice", ["auto", "asyncio"])
+def test_the_host_runs_on_the_event_loop_ishiki_yaml_picks(
+    start_ishiki: StartIshiki, tmp_path: Path, repo_root: Path, choice: str
+) -> None:
+    root = repo_config(tmp_path, repo_root)
+    with (root / "ishiki.yaml").open("a", encoding="utf-8") as host_file:
+        host_file.write(f"event_loop: {choice}\n")
+    code, _, err = start_ishiki("run", str(root), "--log-level", "info").finish(input="")
+    assert code == 0, err
+    expected = "uvloop" if choice == "auto" and uvloop_installed() else "asyncio"
+    assert f"event loop: {expected}\n" in err
 
 
 def test_the_example_config_answers_with_the_demo_and_says_so_once(
