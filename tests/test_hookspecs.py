@@ -1,4 +1,5 @@
-"""The extension hook contract: documented specs, fail-fast registration, ordered and async calls."""
+"""The extension hook contract: documented specs, fail-fast registration, ordered and async calls, and
+``InstanceHooks`` (one instance's hooks without a manager) answering as a manager does."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from ishiki_host import hookimpl
 from ishiki_host.errors import PluginLoadFailed
 from ishiki_host.plugins import hookspecs
-from ishiki_host.plugins.hooks import await_results, call_hook, call_in_order, make_plugin_manager
+from ishiki_host.plugins.hooks import InstanceHooks, await_results, call_hook, call_in_order, make_plugin_manager
 from ishiki_host.plugins.reference import hook_names
 
 
@@ -212,3 +213,90 @@ def test_each_instance_of_a_class_registers_its_own_implementations() -> None:
     instructions = manager.hook.ishiki_instructions.get_hookimpls()
     assert sorted(impl.function() for impl in instructions) == ["first", "second"]
     assert all(impl.opts["tryfirst"] is False for impl in statuses)  # pluggy filled in a copy of its own
+
+
+class Several:
+    """Two implementations of one hook (``specname``), a hook with no argument, and state of its own."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @hookimpl(specname="ishiki_status")
+    def first_status(self, runtime: object) -> list[str]:
+        return [f"{self.name}: first"]
+
+    @hookimpl(specname="ishiki_status", tryfirst=True)
+    async def early_status(self) -> list[str]:
+        return [f"{self.name}: early"]
+
+    @hookimpl
+    def ishiki_stop(self) -> None:
+        raise RuntimeError(f"{self.name} cannot stop")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("plugin_class", [Several, Named, AsyncNamed, NoHooks])
+async def test_instance_hooks_answer_as_a_manager_does(plugin_class: type) -> None:
+    for name in ("x", "y"):  # the second instance of a class is read from its class's table: its own state
+        plugin = plugin_class(name) if plugin_class is not NoHooks else plugin_class()
+        hooks = InstanceHooks(plugin)
+        manager = make_plugin_manager()
+        manager.register(plugin)
+        runtime = {"key": "p/main"}
+        for hook in hook_names():
+            expected = bool(getattr(manager.hook, hook).get_hookimpls())
+            assert hooks.implements(hook) == expected, hook
+            if hook in ("ishiki_status", "ishiki_instructions"):
+                assert await hooks.call(hook, runtime=runtime) == await call_in_order(
+                    manager, hook, [plugin], runtime=runtime
+                )
+    assert await InstanceHooks(Several("z")).call("ishiki_status", runtime=None) == [["z: first"], ["z: early"]]
+
+
+@pytest.mark.anyio
+async def test_instance_hooks_raise_or_return_exceptions_as_asked() -> None:
+    hooks = InstanceHooks(Several("s"))
+    with pytest.raises(RuntimeError, match="s cannot stop"):
+        await hooks.call("ishiki_stop", runtime=None)
+    (error,) = await hooks.call("ishiki_stop", return_exceptions=True, runtime=None)
+    assert str(error) == "s cannot stop"
+    assert await hooks.call("ishiki_tools", runtime=None) == []  # not implemented: nothing to call
+
+
+def test_instance_hooks_check_every_instance_of_a_bad_class() -> None:
+    class Typo:
+        @hookimpl
+        def ishiki_tool(self) -> list[object]:
+            return []
+
+    for _ in range(2):  # a class that failed is not remembered as good
+        with pytest.raises(PluginLoadFailed, match="ishiki_tool"):
+            InstanceHooks(Typo())
+
+
+@pytest.mark.anyio
+async def test_an_implementation_stored_on_the_instance_is_its_own() -> None:
+    class Holder:
+        pass
+
+    def status_of(text: str) -> object:
+        @hookimpl(specname="ishiki_status")
+        def status() -> list[str]:
+            return [text]
+
+        return status
+
+    first, second, bare = Holder(), Holder(), Holder()
+    first.status = status_of("first")  # type: ignore[attr-defined]
+    second.status = status_of("second")  # type: ignore[attr-defined]
+    assert await InstanceHooks(first).call("ishiki_status", runtime=None) == [["first"]]
+    assert await InstanceHooks(second).call("ishiki_status", runtime=None) == [["second"]]
+    assert not InstanceHooks(bare).implements("ishiki_status")
+
+    @hookimpl
+    def ishiki_tool() -> list[object]:
+        return []
+
+    bare.ishiki_tool = ishiki_tool  # type: ignore[attr-defined]
+    with pytest.raises(PluginLoadFailed, match="ishiki_tool"):
+        InstanceHooks(bare)  # checked by itself, though Holder's table says it has no hooks

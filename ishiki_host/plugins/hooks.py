@@ -1,11 +1,11 @@
 """Plugin managers for extension hooks, and the one helper that awaits async hook results.
 
-There is no global plugin manager: ``make_plugin_manager`` builds a fresh one (one per runtime, and one per
-test). Registering an instance checks it at once, so a misnamed ``@hookimpl`` fails at start-up rather than
-being silently ignored.
+There is no global plugin manager: ``make_plugin_manager`` builds a fresh one. Registering an instance checks
+it at once, so a misnamed ``@hookimpl`` fails at start-up rather than being silently ignored.
 
 pluggy calls implementations last-registered-first; extension hooks must run in ``extends`` order instead, so
-``call_in_order`` calls them in an order the caller gives.
+``call_in_order`` calls them in an order the caller gives. A runtime calls each of its extension instances
+by itself, through ``InstanceHooks``: the same checks and the same calls without a manager per runtime.
 """
 
 from __future__ import annotations
@@ -21,7 +21,14 @@ import pluggy
 from ishiki_host.errors import PluginLoadFailed
 from ishiki_host.plugins import hookspecs
 
-__all__ = ["IshikiPluginManager", "await_results", "call_hook", "call_in_order", "make_plugin_manager"]
+__all__ = [
+    "InstanceHooks",
+    "IshikiPluginManager",
+    "await_results",
+    "call_hook",
+    "call_in_order",
+    "make_plugin_manager",
+]
 
 
 @functools.lru_cache(maxsize=512)
@@ -175,3 +182,78 @@ async def call_in_order(
                     raise
                 results.append(exc)
     return results
+
+
+_Table = dict[str, tuple[tuple[str, tuple[str, ...]], ...]]
+"""Hook name -> the (attribute, argument names) of its implementations, in pluggy's call order."""
+_TABLES: dict[type, _Table] = {}
+"""The table of each class whose implementations are all its own (bounded as ``_CLASS_OPTS``)."""
+
+
+class InstanceHooks:
+    """The hook implementations of one plugin instance, called without a plugin manager.
+
+    ``InstanceHooks(instance)`` checks the instance as ``IshikiPluginManager.register`` does
+    (``PluginLoadFailed`` for a ``@hookimpl`` that names no hook, or takes an argument its hook does not have)
+    and finds its implementations in the order ``call_in_order`` calls them. Both are done once per class: a
+    runtime mounts new instances of its extensions every time it spawns, and a pluggy manager built and
+    filled for them was an eighth of a new runtime's first turn. An instance that carries implementations of
+    its own (stored on the instance, or in a slot) is looked at by itself.
+    """
+
+    __slots__ = ("_table", "instance")
+
+    def __init__(self, instance: object):
+        self.instance = instance
+        kind: Any = type(instance)
+        marker = hookspecs.PROJECT + "_impl"
+        own = getattr(instance, "__dict__", None) or {}
+        shared = not any(_carries(value, marker) for value in own.values()) and not (
+            _marked_names(kind, marker) & _slot_names(kind)
+        )
+        table = _TABLES.get(kind) if shared else None
+        if table is None:
+            table = _table_of(instance)
+            if shared:
+                if len(_TABLES) >= _CLASS_OPTS_LIMIT:
+                    _TABLES.clear()
+                _TABLES[kind] = table
+        self._table = table
+
+    def implements(self, hook: str) -> bool:
+        """Whether the instance implements ``hook``."""
+        return hook in self._table
+
+    async def call(self, hook: str, *, return_exceptions: bool = False, **kwargs: Any) -> list[Any]:
+        """``call_in_order(manager, hook, [instance], ...)``: the awaited results of the instance's
+        implementations of ``hook`` (none: ``[]``), each given the arguments it names from ``kwargs``."""
+        results: list[Any] = []
+        for attribute, argnames in self._table.get(hook, ()):
+            try:
+                result = getattr(self.instance, attribute)(**{arg: kwargs[arg] for arg in argnames})
+                results.append(await result if inspect.isawaitable(result) else result)
+            except Exception as exc:
+                if not return_exceptions:
+                    raise
+                results.append(exc)
+        return results
+
+
+def _table_of(instance: object) -> _Table:
+    """Register ``instance`` in a fresh manager (the checks) and read its implementations back."""
+    manager = make_plugin_manager()
+    manager.register(instance)
+    # Only these can be implementations (IshikiPluginManager.parse_hookimpl_opts); no other attribute is read.
+    own = getattr(instance, "__dict__", None) or {}
+    kind: Any = type(instance)
+    names = _marked_names(kind, hookspecs.PROJECT + "_impl") | own.keys()
+    bound = {name: getattr(instance, name) for name in sorted(names)}
+    table: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+    for hook, caller in vars(manager.hook).items():
+        implementations = caller.get_hookimpls()
+        if implementations:
+            table[hook] = tuple(
+                (next(name for name, value in bound.items() if value == impl.function), tuple(impl.argnames))
+                for impl in implementations
+            )
+    return table

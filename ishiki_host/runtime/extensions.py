@@ -1,8 +1,9 @@
-"""The extension instances mounted on one runtime: their plugin manager, hooks in order, and their end.
+"""The extension instances mounted on one runtime: their hooks, called in order, and their end.
 
-Instances are registered in a plugin manager of their own runtime and asked in ``extends`` order (mounted
-order for instances added later). ``stop_all`` calls every ``ishiki_stop`` (an exception is logged and the
-others still run) and then every dispose callable ``ishiki_attach`` returned, in reverse order.
+Each instance is checked when it is mounted (``InstanceHooks``: a misnamed hook implementation is
+``PluginLoadFailed``) and asked in ``extends`` order (mounted order for instances added later). ``stop_all``
+calls every ``ishiki_stop`` (an exception is logged and the others still run) and then every dispose callable
+``ishiki_attach`` returned, in reverse order.
 
 The per-turn hooks take ``only``: the names of the extensions switched on for the turn (``/extensions``
 writes the switches); ``None`` asks every instance.
@@ -14,7 +15,7 @@ import logging
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.plugins.hooks import IshikiPluginManager, await_results, call_in_order, make_plugin_manager
+from ishiki_host.plugins.hooks import InstanceHooks, await_results
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
@@ -28,8 +29,7 @@ class MountedExtensions:
     def __init__(self, runtime: Any, logger: logging.Logger):
         self._runtime = runtime
         self._logger = logger
-        self._manager: IshikiPluginManager | None = None  # made on first use: most of a runtime's cost otherwise
-        self._mounted: list[tuple[str, object]] = []
+        self._mounted: list[tuple[str, InstanceHooks]] = []
         self._disposers: list[tuple[str, Any]] = []
 
     @property
@@ -40,41 +40,36 @@ class MountedExtensions:
     @property
     def instances(self) -> tuple[object, ...]:
         """The mounted instances, in order."""
-        return tuple(instance for _, instance in self._mounted)
-
-    @property
-    def _pm(self) -> IshikiPluginManager:
-        if self._manager is None:
-            self._manager = make_plugin_manager()
-        return self._manager
+        return tuple(hooks.instance for _, hooks in self._mounted)
 
     def implements(self, hook: str) -> bool:
         """Whether some mounted instance implements ``hook`` (so callers can skip work nobody wants)."""
-        return self._manager is not None and bool(getattr(self._manager.hook, hook).get_hookimpls())
+        return any(hooks.implements(hook) for _, hooks in self._mounted)
 
     def register(self, name: str, instance: object) -> None:
-        """Register ``instance`` (``PluginLoadFailed`` when a hook implementation is misnamed)."""
-        self._pm.register(instance, name=f"{name}#{len(self._mounted)}")
-        self._mounted.append((name, instance))
+        """Mount ``instance`` (``PluginLoadFailed`` when a hook implementation is misnamed)."""
+        self._mounted.append((name, InstanceHooks(instance)))
 
     async def attach(self, name: str, instance: object) -> None:
         """Run ``ishiki_attach`` of one instance; an exception is logged, the instance stays mounted."""
+        hooks = next((hooks for _, hooks in self._mounted if hooks.instance is instance), None)
+        hooks = hooks or InstanceHooks(instance)
         try:
-            results = await call_in_order(self._pm, "ishiki_attach", [instance], runtime=self._runtime)
+            results = await hooks.call("ishiki_attach", runtime=self._runtime)
         except Exception:
             self._logger.exception("extension %r failed in ishiki_attach; it stays mounted without it", name)
             return
         self._disposers.extend((name, d) for d in results if callable(d))
 
-    def _selected(self, only: Collection[str] | None) -> list[tuple[str, object]]:
+    def _selected(self, only: Collection[str] | None) -> list[tuple[str, InstanceHooks]]:
         return self._mounted if only is None else [(n, i) for n, i in self._mounted if n in only]
 
     async def tools(self, only: Collection[str] | None = None) -> list[tuple[str, Sequence[Tool]]]:
         """Each extension's tools for this turn (an exception fails the turn, naming the extension)."""
         offered: list[tuple[str, Sequence[Tool]]] = []
-        for name, instance in self._selected(only):
+        for name, hooks in self._selected(only):
             try:
-                batches = await call_in_order(self._pm, "ishiki_tools", [instance], runtime=self._runtime)
+                batches = await hooks.call("ishiki_tools", runtime=self._runtime)
             except Exception:
                 self._logger.error("extension %r raised in ishiki_tools; this turn fails", name)
                 raise
@@ -84,9 +79,9 @@ class MountedExtensions:
     async def instructions(self, only: Collection[str] | None = None) -> list[str]:
         """Each extension's non-empty instructions, in order (an exception fails the turn)."""
         sections: list[str] = []
-        for name, instance in self._selected(only):
+        for name, hooks in self._selected(only):
             try:
-                found = await call_in_order(self._pm, "ishiki_instructions", [instance], runtime=self._runtime)
+                found = await hooks.call("ishiki_instructions", runtime=self._runtime)
             except Exception:
                 self._logger.error("extension %r raised in ishiki_instructions; this turn fails", name)
                 raise
@@ -128,9 +123,8 @@ class MountedExtensions:
         answers: list[tuple[str, list[Any]]] = []
         if not self._mounted:
             return answers
-        for name, instance in self._selected(only):
-            arguments = {"runtime": self._runtime, **kwargs}
-            results = await call_in_order(self._pm, hook, [instance], return_exceptions=True, **arguments)
+        for name, hooks in self._selected(only):
+            results = await hooks.call(hook, return_exceptions=True, runtime=self._runtime, **kwargs)
             errors = [r for r in results if isinstance(r, Exception)]
             for error in errors:
                 self._logger.error("extension %r raised in %s", name, hook, exc_info=error)
