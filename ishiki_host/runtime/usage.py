@@ -6,11 +6,16 @@ were made for through a context variable the runtime sets in its own tasks and i
 runtime appends a ``usage`` entry: ``{purpose, ref, model, input_tokens, output_tokens, estimated}``. Calls
 made from the agent's model step are marked by ``TurnCallModel`` and skipped. ``usage_purpose("summarizer")``
 labels the calls made inside it.
+
+The variable holds a weak reference: a context is captured by whatever is created inside it (uvloop's
+transports keep theirs, so a pooled keep-alive connection opened during one runtime's model call would keep
+that runtime, and all it holds, alive after its eviction).
 """
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
@@ -24,6 +29,7 @@ __all__ = [
     "TurnCallModel",
     "UsageListener",
     "UsageSink",
+    "current_runtime",
     "in_runtime",
     "usage_entry",
     "usage_purpose",
@@ -38,7 +44,8 @@ class UsageSink(Protocol):
         ...
 
 
-CURRENT_RUNTIME: ContextVar[UsageSink | None] = ContextVar("ishiki_current_runtime", default=None)
+CURRENT_RUNTIME: ContextVar[weakref.ref[UsageSink] | None] = ContextVar("ishiki_current_runtime", default=None)
+"""A weak reference to the runtime calls made here are attributed to (``in_runtime``, ``current_runtime``)."""
 _IN_TURN_CALL: ContextVar[bool] = ContextVar("ishiki_in_turn_call", default=False)
 _PURPOSE: ContextVar[str | None] = ContextVar("ishiki_usage_purpose", default=None)
 
@@ -46,11 +53,17 @@ _PURPOSE: ContextVar[str | None] = ContextVar("ishiki_usage_purpose", default=No
 @contextlib.contextmanager
 def in_runtime(runtime: UsageSink) -> Iterator[None]:
     """Attribute model calls made inside to ``runtime``."""
-    token = CURRENT_RUNTIME.set(runtime)
+    token = CURRENT_RUNTIME.set(weakref.ref(runtime))
     try:
         yield
     finally:
         CURRENT_RUNTIME.reset(token)
+
+
+def current_runtime() -> UsageSink | None:
+    """The runtime model calls made here are attributed to (``None`` outside one, or once it is gone)."""
+    ref = CURRENT_RUNTIME.get()
+    return None if ref is None else ref()
 
 
 @contextlib.contextmanager
@@ -81,7 +94,7 @@ class UsageListener:
     """The gateway call listener that routes usage of out-of-turn calls to their runtime."""
 
     def __call__(self, record: CallRecord) -> None:
-        runtime = CURRENT_RUNTIME.get()
+        runtime = current_runtime()
         if runtime is None or _IN_TURN_CALL.get():
             return
         data = usage_entry(record)

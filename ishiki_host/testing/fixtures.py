@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ishiki_host.core.clock import FakeClock
+from ishiki_host.eventloop import backend_options
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Tests run on asyncio, the backend the host runs on."""
-    return "asyncio"
+def anyio_backend() -> tuple[str, dict[str, Any]]:
+    """Tests run on the loop ``ishiki run`` takes by default: uvloop when installed, else asyncio's."""
+    return ("asyncio", backend_options("auto"))
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from ishiki_host.eventloop import backend_options, uvloop_installed
 from ishiki_host.runtime.runtime import AgentRuntime
 from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.host import models_yaml
@@ -23,11 +24,21 @@ from ishiki_host.testing.host_fixtures import MakeHost
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    """Both loops the host runs on (uvloop's transports keep the context they were made in: a connection opened
+    during a runtime's model call kept that runtime alive until a weak reference replaced it)."""
+    if request.param == "uvloop" and not uvloop_installed():
+        pytest.skip("uvloop is not installed")
+    return ("asyncio", backend_options(request.param))
+
+
 CONVERSATIONS = 300
 
 
 def descriptors(kind: str) -> int:
-    """Open descriptors of this process whose target starts with ``kind`` (``/``: files, ``socket:``)."""
+    """Open descriptors of this process whose target starts with ``kind`` (a directory, or ``socket:``)."""
     count = 0
     for fd in os.listdir("/proc/self/fd"):
         try:
@@ -55,7 +66,7 @@ async def test_many_conversations_at_once_leave_no_tasks_files_or_runtimes(
             await th.host._resumed.wait()
         tasks, files, sockets, runtimes = (
             len(asyncio.all_tasks()),
-            descriptors("/"),
+            descriptors(str(th.root)),
             descriptors("socket:"),
             live_runtimes(),
         )
@@ -81,6 +92,6 @@ async def test_many_conversations_at_once_leave_no_tasks_files_or_runtimes(
         del alive, runtime
         bot.sent.clear()
         assert len(asyncio.all_tasks()) == tasks
-        assert descriptors("/") == files  # every fact log and resource file closed
+        assert descriptors(str(th.root)) == files  # every fact log and resource file closed
         assert descriptors("socket:") <= sockets + 2 * 16  # kept-alive model connections (both ends, in process)
         assert live_runtimes() == runtimes == 0
