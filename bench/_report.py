@@ -45,6 +45,7 @@ __all__ = [
     "Bench",
     "Figure",
     "Target",
+    "add_memory_dir_option",
     "figures_from_dict",
     "run",
     "time_calls",
@@ -298,6 +299,13 @@ def _parser(doc: str | None, arguments: Callable[[argparse.ArgumentParser], None
     if arguments is not None:
         arguments(parser)
     return parser
+
+
+def add_memory_dir_option(parser: argparse.ArgumentParser) -> None:
+    """``--dir``: where a host benchmark puts its config dirs and fact logs; /dev/shm when it exists, because the
+    disk's fsync is not the host's overhead (a disk shows it: ``--dir`` on one)."""
+    default = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    parser.add_argument("--dir", default=default, help="where the config dirs and fact logs go (default: /dev/shm)")
 
 
 def _positive(text: str) -> int:

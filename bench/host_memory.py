@@ -22,7 +22,7 @@ from pathlib import Path
 
 import anyio
 from _fake_server import fake_model_process, models_yaml
-from _report import Bench, run
+from _report import Bench, add_memory_dir_option, run
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.runtime.routes import reap_interval
@@ -105,8 +105,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--churn", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=500)
-    default_dir = "/dev/shm" if Path("/dev/shm").is_dir() else None
-    parser.add_argument("--dir", default=default_dir, help="where the config dir and fact logs go")
+    add_memory_dir_option(parser)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from _fake_server import fake_model_process, models_yaml
-from _report import Bench, run
+from _report import Bench, add_memory_dir_option, run
 
 from ishiki_host.core.clock import SystemClock
 from ishiki_host.core.entries import Entry
@@ -136,8 +136,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     """This script's own options."""
     parser.add_argument("--turns", type=int, default=1000, help="turns per run (full mode)")
     parser.add_argument("--fsync", choices=["always", "turn", "never"], default="turn")
-    default_dir = "/dev/shm" if Path("/dev/shm").is_dir() else None
-    parser.add_argument("--dir", default=default_dir, help="where the config dir and fact logs go")
+    add_memory_dir_option(parser)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import anyio
 from _fake_server import fake_model_process, models_yaml
-from _report import Bench, run
+from _report import Bench, add_memory_dir_option, run
 
 from ishiki_host.core.clock import SystemClock
 from ishiki_host.core.messages import Message
@@ -133,8 +133,7 @@ async def measure(bench: Bench) -> None:
 def arguments(parser: argparse.ArgumentParser) -> None:
     """This script's own options."""
     parser.add_argument("--channels", type=int, default=1000)
-    default_dir = "/dev/shm" if Path("/dev/shm").is_dir() else None
-    parser.add_argument("--dir", default=default_dir, help="where the config dirs and fact logs go")
+    add_memory_dir_option(parser)
 
 
 def main(argv: list[str] | None = None) -> int:
