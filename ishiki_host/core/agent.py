@@ -308,9 +308,14 @@ class Agent:
             if not self._queue:
                 await self._changed.wait()
                 continue
-            request = self._queue.popleft()
-            turn = Turn(request.handle.number, request.handle.priority, request.prompt, request.triggers)
-            await self._runner.run(Running(turn, request.handle))
+            await self._run_next()
+
+    async def _run_next(self) -> None:
+        # A method of its own so the turn is not a local of the loop: an idle agent would keep its last turn
+        # (every step's request: the whole context window, the tool specs, the results) until the next one.
+        request = self._queue.popleft()
+        turn = Turn(request.handle.number, request.handle.priority, request.prompt, request.triggers)
+        await self._runner.run(Running(turn, request.handle))
 
     def _shut_down(self) -> None:
         self._state = "stopped"

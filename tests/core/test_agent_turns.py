@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +14,7 @@ from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest, ModelResult, Usage
 from ishiki_host.core.tools import Tool, ToolContext
+from ishiki_host.core.turns import Turn
 from ishiki_host.errors import ContextLengthExceeded, ModelRateLimited, ToolConflictError
 from ishiki_host.testing.agent import BusRecorder, running
 from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
@@ -284,3 +287,18 @@ async def test_wait_idle_returns_once_turns_and_queue_are_done(make_agent, gate)
         assert idle
         assert first.done
         assert second.done
+
+
+@pytest.mark.anyio
+async def test_an_idle_agent_keeps_nothing_of_its_last_turn(log, make_agent, bus) -> None:  # type: ignore[no-untyped-def]
+    # Its steps hold every request: the whole context window, the tool specs and the results.
+    turns: list[weakref.ref[Turn]] = []
+    bus.subscribe("turn.start", lambda event: turns.append(weakref.ref(event["turn"])))
+    agent = make_agent(ScriptedModel([reply("", tool_call("echo", {"text": "x"})), "done"]), tools=[ECHO])
+    async with running(agent):
+        outcome = await (await agent.continue_("go"))
+        assert outcome.status == "done"
+        await agent.wait_idle()
+        gc.collect()
+        assert len(turns) == 1
+        assert turns[0]() is None

@@ -16,6 +16,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from ishiki_host.core.turns import Turn
 from ishiki_host.eventloop import backend_options, uvloop_installed
 from ishiki_host.runtime.runtime import AgentRuntime
 from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
@@ -48,9 +49,13 @@ def descriptors(kind: str) -> int:
     return count
 
 
-def live_runtimes() -> int:
+def live(kind: type) -> int:
     gc.collect()
-    return sum(1 for o in gc.get_objects() if isinstance(o, AgentRuntime))
+    return sum(1 for o in gc.get_objects() if isinstance(o, kind))
+
+
+def live_runtimes() -> int:
+    return live(AgentRuntime)
 
 
 async def test_many_conversations_at_once_leave_no_tasks_files_or_runtimes(
@@ -80,6 +85,7 @@ async def test_many_conversations_at_once_leave_no_tasks_files_or_runtimes(
                 await runtime.settled()
                 await runtime.lifecycle.background_done()  # the extensions' work after the turn
         assert len(alive) == CONVERSATIONS
+        assert live(Turn) == 0  # an idle runtime keeps nothing of its last turn (its requests, its results)
         assert len(asyncio.all_tasks()) > tasks + CONVERSATIONS  # each runtime runs tasks of its own
         route.idle_seconds = 0.0
         assert route.evict_idle() == CONVERSATIONS
