@@ -300,3 +300,14 @@ async def test_an_implementation_stored_on_the_instance_is_its_own() -> None:
     bare.ishiki_tool = ishiki_tool  # type: ignore[attr-defined]
     with pytest.raises(PluginLoadFailed, match="ishiki_tool"):
         InstanceHooks(bare)  # checked by itself, though Holder's table says it has no hooks
+
+
+@pytest.mark.anyio
+async def test_an_instance_attribute_shadowing_an_implementation_is_not_called() -> None:
+    plain, shadowed = Named("plain"), Named("shadowed")
+    shadowed.ishiki_instructions = lambda runtime: "not a hook"  # type: ignore[method-assign]
+    assert await InstanceHooks(plain).call("ishiki_instructions", runtime={"key": "k"}) == ["plain@k"]
+    manager = make_plugin_manager()
+    manager.register(shadowed)
+    assert not manager.hook.ishiki_instructions.get_hookimpls()  # pluggy sees no implementation either
+    assert not InstanceHooks(shadowed).implements("ishiki_instructions")

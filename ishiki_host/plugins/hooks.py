@@ -208,8 +208,13 @@ class InstanceHooks:
         kind: Any = type(instance)
         marker = hookspecs.PROJECT + "_impl"
         own = getattr(instance, "__dict__", None) or {}
-        shared = not any(_carries(value, marker) for value in own.values()) and not (
-            _marked_names(kind, marker) & _slot_names(kind)
+        marked = _marked_names(kind, marker)
+        # The class's table holds for an instance that adds no implementation of its own, shadows none of the
+        # class's (an attribute set on the instance under that name) and keeps none in a slot.
+        shared = (
+            not any(_carries(value, marker) for value in own.values())
+            and not (own.keys() & marked)
+            and not (marked & _slot_names(kind))
         )
         table = _TABLES.get(kind) if shared else None
         if table is None:
@@ -246,14 +251,20 @@ def _table_of(instance: object) -> _Table:
     # Only these can be implementations (IshikiPluginManager.parse_hookimpl_opts); no other attribute is read.
     own = getattr(instance, "__dict__", None) or {}
     kind: Any = type(instance)
-    names = _marked_names(kind, hookspecs.PROJECT + "_impl") | own.keys()
-    bound = {name: getattr(instance, name) for name in sorted(names)}
+    names = sorted(_marked_names(kind, hookspecs.PROJECT + "_impl") | own.keys())
+    bound = [(name, value) for name in names if callable(value := getattr(instance, name, None))]
     table: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
     for hook, caller in vars(manager.hook).items():
         implementations = caller.get_hookimpls()
         if implementations:
-            table[hook] = tuple(
-                (next(name for name, value in bound.items() if value == impl.function), tuple(impl.argnames))
-                for impl in implementations
-            )
+            table[hook] = tuple((_attribute_of(impl.function, bound), tuple(impl.argnames)) for impl in implementations)
     return table
+
+
+def _attribute_of(function: object, bound: list[tuple[str, object]]) -> str:
+    """The attribute of the instance that ``function`` (what pluggy registered) was read from."""
+    for name, value in bound:
+        # A bound method is made anew on every read: equal (same function, same instance), never identical.
+        if value is function or (isinstance(value, types.MethodType) and value == function):
+            return name
+    raise PluginLoadFailed(f"cannot find the attribute of hook implementation {function!r}")
