@@ -69,6 +69,7 @@ async def test_many_conversations_at_once_leave_no_tasks_files_or_runtimes(
         assert route is not None
         with anyio.fail_after(10):
             await th.host._resumed.wait()
+        turns = live(Turn)  # other tests' turns may linger in this process
         tasks, files, sockets, runtimes = (
             len(asyncio.all_tasks()),
             descriptors(str(th.root)),
@@ -85,7 +86,7 @@ async def test_many_conversations_at_once_leave_no_tasks_files_or_runtimes(
                 await runtime.settled()
                 await runtime.lifecycle.background_done()  # the extensions' work after the turn
         assert len(alive) == CONVERSATIONS
-        assert live(Turn) == 0  # an idle runtime keeps nothing of its last turn (its requests, its results)
+        assert live(Turn) == turns  # an idle runtime keeps nothing of its last turn (its requests, its results)
         assert len(asyncio.all_tasks()) > tasks + CONVERSATIONS  # each runtime runs tasks of its own
         route.idle_seconds = 0.0
         assert route.evict_idle() == CONVERSATIONS
