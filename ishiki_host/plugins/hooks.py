@@ -168,19 +168,27 @@ async def call_in_order(
     the list in place of a result and the remaining implementations still run, as ``ishiki_stop`` requires.
     """
     implementations = getattr(manager.hook, name).get_hookimpls()
+    calls = (
+        (impl.function, {arg: kwargs[arg] for arg in impl.argnames})
+        for plugin in plugins
+        for impl in implementations
+        if impl.plugin is plugin
+    )
+    return await _collect(calls, return_exceptions)
+
+
+async def _collect(calls: Iterable[tuple[Any, dict[str, Any]]], return_exceptions: bool) -> list[Any]:
+    """Call each function with its arguments, in order, and return the awaited results; with
+    ``return_exceptions`` an exception stands in for its result and the remaining calls still run."""
     results: list[Any] = []
-    for plugin in plugins:
-        for impl in implementations:
-            if impl.plugin is not plugin:
-                continue
-            arguments = {arg: kwargs[arg] for arg in impl.argnames}
-            try:
-                result = impl.function(**arguments)
-                results.append(await result if inspect.isawaitable(result) else result)
-            except Exception as exc:
-                if not return_exceptions:
-                    raise
-                results.append(exc)
+    for function, arguments in calls:
+        try:
+            result = function(**arguments)
+            results.append(await result if inspect.isawaitable(result) else result)
+        except Exception as exc:
+            if not return_exceptions:
+                raise
+            results.append(exc)
     return results
 
 
@@ -232,16 +240,11 @@ class InstanceHooks:
     async def call(self, hook: str, *, return_exceptions: bool = False, **kwargs: Any) -> list[Any]:
         """``call_in_order(manager, hook, [instance], ...)``: the awaited results of the instance's
         implementations of ``hook`` (none: ``[]``), each given the arguments it names from ``kwargs``."""
-        results: list[Any] = []
-        for attribute, argnames in self._table.get(hook, ()):
-            try:
-                result = getattr(self.instance, attribute)(**{arg: kwargs[arg] for arg in argnames})
-                results.append(await result if inspect.isawaitable(result) else result)
-            except Exception as exc:
-                if not return_exceptions:
-                    raise
-                results.append(exc)
-        return results
+        calls = (
+            (getattr(self.instance, attribute), {arg: kwargs[arg] for arg in argnames})
+            for attribute, argnames in self._table.get(hook, ())
+        )
+        return await _collect(calls, return_exceptions)
 
 
 def _table_of(instance: object) -> _Table:
