@@ -109,7 +109,7 @@ async def test_a_turn_calls_its_model_during_the_inbound_fsync_and_acts_only_onc
         asked.set()
         return reply("", tool_call("act"))
 
-    def act(arguments: object, context: object) -> str:
+    async def act(arguments: object, context: object) -> str:
         acted.append(log.durable_id)
         return "acted"
 
