@@ -9,7 +9,12 @@ batch had been evicted (the baseline: allocator pools and caches warm). Fact log
 
 One run (RSS is a single reading, not a timing). Target: RSS after the churn ~1x the baseline.
 
-    .venv/bin/python bench/host_memory.py [--quick] [--idle N] [--churn N] [--batch N] [--dir PATH] [--json PATH]
+A second host measures what an idle runtime of a longer chat holds: ``--chats`` runtimes each answer 8
+messages of 2 KB; the Python heap they hold once idle (``tracemalloc``, which sees frees that RSS hides) is
+read per runtime, then again once the reaper has cooled them (their fact logs' cached entries given back).
+
+    .venv/bin/python bench/host_memory.py [--quick] [--idle N] [--churn N] [--batch N] [--chats N] [--dir PATH]
+        [--json PATH]
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import gc
 import sys
 import tempfile
+import tracemalloc
 from pathlib import Path
 
 import anyio
@@ -93,11 +99,52 @@ async def measure_host(bench: Bench, base_url: str, idle: int, churn: int, batch
               target="~1")  # fmt: skip
 
 
+CHAT_TURNS = 8
+CHAT_MESSAGE = "x" * 2000
+
+
+async def measure_chats(bench: Bench, base_url: str, chats: int, base: Path) -> None:
+    """Idle runtimes of longer chats: their Python heap, then once cooled."""
+    clock = FakeClock()
+    host = host_yaml(extra=f"runtime_idle_seconds: {IDLE_SECONDS}\n")
+    root = write_config(base / "chats", profiles={"ana": profile_yaml()}, models=models_yaml(base_url, 32), host=host)
+    async with TestHost(root, clock=clock) as th:
+        bot = th.channel()
+        route = th.host.routes.get("ana")
+        assert route is not None
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for turn in range(CHAT_TURNS):
+                async with anyio.create_task_group() as tg:
+                    for index in range(chats):
+                        text = f"{CHAT_MESSAGE} {turn}"
+                        tg.start_soon(lambda i=index, t=text: bot.say(t, channel_id=f"private:{i}"))
+                with anyio.fail_after(300):
+                    await bot.wait_sent((turn + 1) * chats)
+                    for runtime in route.runtimes.values():
+                        await runtime.settled()
+            bot.sent.clear()
+            gc.collect()
+            idle = (tracemalloc.get_traced_memory()[0] - before) / chats
+            await clock.advance(reap_interval(IDLE_SECONDS))  # one look of the reaper: they are cooled
+            await anyio.wait_all_tasks_blocked()
+            gc.collect()
+            cooled = (tracemalloc.get_traced_memory()[0] - before) / chats
+        finally:
+            tracemalloc.stop()
+    name = f"Python heap per idle runtime, {CHAT_TURNS} turns of 2 KB messages"
+    bench.add(f"{name}, cooled", "B", [cooled], baseline=f"{name}, just idle", baseline_samples=[idle])
+
+
 async def measure(bench: Bench) -> None:
     """Start the fake model server in its own process and measure in a temporary config dir."""
     idle, churn = (500, 2000) if bench.quick else (bench.args.idle, bench.args.churn)
+    chats = 100 if bench.quick else bench.args.chats
     with fake_model_process() as base_url, tempfile.TemporaryDirectory(dir=bench.args.dir) as base:
         await measure_host(bench, base_url, idle, churn, bench.args.batch, Path(base))
+        await measure_chats(bench, base_url, chats, Path(base))
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +152,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--churn", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--chats", type=int, default=300, help="runtimes of the longer-chat measure")
     add_memory_dir_option(parser)
 
 

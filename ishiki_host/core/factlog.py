@@ -289,6 +289,28 @@ class FactLog:
         if self._closed:
             raise FactLogError(f"fact log {self.path} is closed")
 
+    def shrink_cache(self, keep: int = 0) -> int:
+        """Forget all but the newest ``keep`` cached entries; returns how many were dropped.
+
+        Reads stay correct: what is no longer cached is read from the file (``read_back`` does that in a
+        worker thread), and appends fill the cache again. An idle runtime's log gives its recent entries
+        back this way (they are most of what an idle runtime holds).
+        """
+        if keep < 0:
+            raise ValueError(f"keep must be >= 0; got {keep}")
+        dropped = 0
+        while len(self._cache) > keep:
+            self._cache.popleft()
+            dropped += 1
+        if dropped:
+            self._floor = self._cache[0][0] if self._cache else self._size
+        return dropped
+
+    @property
+    def cached(self) -> int:
+        """How many of the newest entries are held in memory."""
+        return len(self._cache)
+
     # -- reading ---------------------------------------------------------------------------------------
 
     def tail(self, n: int) -> list[Entry]:

@@ -6,7 +6,9 @@ whose claims match the channel (activation guarantees that claims of active prof
 ``ProfileRoute`` is one active profile: its own task group, its shared parts (model, engine and extension
 providers), and its runtimes by key (``profile/sid/channel``, or ``profile/main`` in cross mode), spawned on
 first input. A runtime idle for ``idle_seconds`` (on the host's clock) is stopped and forgotten; the next
-input respawns it from its fact log. Stopping the route stops every runtime with the grace given.
+input respawns it from its fact log. Before that, a runtime idle for one reap interval (a minute at the
+default) is cooled: its fact log forgets the recent entries it caches, most of what an idle runtime holds.
+Stopping the route stops every runtime with the grace given.
 """
 
 from __future__ import annotations
@@ -177,6 +179,17 @@ class ProfileRoute:
         while True:
             await self.host.clock.sleep(interval)
             self.evict_idle()
+            self.cool_idle(interval)
+
+    def cool_idle(self, after: float) -> int:
+        """Cool the runtimes idle for ``after`` seconds or more (``AgentRuntime.cool``); returns how many
+        entries their logs gave back."""
+        dropped = 0
+        for runtime in list(self._runtimes.values()):
+            idle = runtime.idle_for()
+            if idle is not None and idle >= after:
+                dropped += runtime.cool()
+        return dropped
 
     def evict_idle(self) -> int:
         """Stop the runtimes idle for ``idle_seconds`` or more; returns how many."""

@@ -329,6 +329,12 @@ class AgentRuntime:
         """Seconds since the last activity, or ``None`` while busy (a turn, a delivery, an armed wait)."""
         return self.lifecycle.idle_for()
 
+    def cool(self) -> int:
+        """Give back what an idle runtime need not hold: its fact log's cached entries (its next turn reads
+        them from the file). Returns how many entries were dropped; 0 when the log is not open."""
+        log = self.lifecycle.log
+        return 0 if log is None or log.closed else log.shrink_cache()
+
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start (see the module docstring), report ready, serve until ``stop``; always close cleanly."""
         with in_runtime(self):

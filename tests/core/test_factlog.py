@@ -90,6 +90,28 @@ async def test_readers_agree_whatever_the_cache(log_path: Path, cache_size: int)
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("keep", [0, 1, 5])
+async def test_readers_agree_after_the_cache_shrinks_and_appends_refill_it(log_path: Path, keep: int) -> None:
+    write_lines(log_path, 40)
+    async with await FactLog.open(log_path, cache_size=16) as log:
+        assert log.cached == 16
+        assert log.shrink_cache(keep) == 16 - keep
+        assert log.cached == keep
+        assert log.shrink_cache(keep) == 0  # nothing more to give back
+        parsed = log.stats.lines_parsed
+        assert [e.id for e in log.tail(12)] == list(range(29, 41))
+        assert log.stats.lines_parsed - parsed == 12 - keep  # what is not cached is read from the file
+        await log.append_many([("custom", {"n": n}) for n in range(3)])
+        assert log.cached == keep + 3
+        ids = list(range(1, 44))
+        assert [e.id for e in log.iter_reverse()] == ids[::-1]
+        assert await log.read_back(lambda entries: [e.id for e in entries]) == ids[::-1]
+        assert [e.id for e in log.iter_forward(after_id=38)] == ids[38:]
+        with pytest.raises(ValueError, match="keep must be >= 0"):
+            log.shrink_cache(-1)
+
+
+@pytest.mark.anyio
 async def test_reading_the_tail_costs_what_the_tail_is_not_what_the_file_is(tmp_path: Path) -> None:
     small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
     write_lines(small, 100)

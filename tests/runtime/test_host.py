@@ -167,6 +167,29 @@ async def test_idle_runtimes_are_evicted_and_respawn_from_their_log(
     assert [e for e in Journal.events if e.endswith(two)] == [f"attach {two}", f"stop {two}", f"dispose {two}"]
 
 
+async def test_a_runtime_idle_for_a_reap_interval_gives_back_its_cached_entries(
+    make_host: MakeHost, fake_openai: FakeOpenAIServer, fake_clock: FakeClock
+) -> None:
+    echo(fake_openai)
+    host = host_yaml(extra="runtime_idle_seconds: 60\n")
+    async with make_host(profiles={"ana": profile_yaml()}, host=host, clock=fake_clock) as th:
+        bot = th.channel()
+        route = th.host.routes.get("ana")
+        assert route is not None
+        await say(bot, "remember 42", channel_id="private:1")
+        runtime = await th.host.runtime_for("ana", "fake:bot", "private:1")
+        await runtime.settled()
+        assert runtime.log.cached > 0
+        await fake_clock.advance(reap_interval(60))  # one look of the reaper: idle that long, so cooled
+        await anyio.wait_all_tasks_blocked()
+        assert runtime.log.cached == 0
+        assert list(route.runtimes.values()) == [runtime]  # cooled, not evicted
+        parsed = runtime.log.stats.lines_parsed
+        await say(bot, "what did I say?", channel_id="private:1")
+        assert runtime.log.stats.lines_parsed > parsed  # the window came from the file
+    assert "remember 42" in [m["content"] for m in fake_openai.last_request.json["messages"]]
+
+
 async def test_many_channels_keep_the_number_of_runtimes_bounded(
     make_host: MakeHost, fake_openai: FakeOpenAIServer, fake_clock: FakeClock
 ) -> None:
