@@ -330,17 +330,19 @@ class FactLog:
         cached, floor = tuple(self._cache), self._floor
         return self._reverse(cached, floor)
 
-    def _reverse(self, cached: tuple[tuple[int, Entry], ...], floor: int) -> Iterator[Entry]:
+    def _reverse(
+        self, cached: tuple[tuple[int, Entry], ...], floor: int, read: list[tuple[int, Entry]] | None = None
+    ) -> Iterator[Entry]:
+        """The cached entries, then the file's below ``floor``, newest first; ``read`` collects the latter."""
         for _, entry in reversed(cached):
             yield entry
-        yield from self._disk_reverse(floor)
-
-    def _disk_reverse(self, end: int) -> Iterator[Entry]:
         with self._reading():
-            for offset, line in _logfile.iter_lines_reverse(self._fd, end, self.stats):
-                entry = self._parse(offset, line)
-                if entry is not None:
-                    yield entry
+            for offset, line in _logfile.iter_lines_reverse(self._fd, floor, self.stats):
+                parsed = self._parse(offset, line)
+                if parsed is not None:
+                    if read is not None:
+                        read.append((offset, parsed))
+                    yield parsed
 
     def iter_forward(self, *, after_id: int = 0) -> Iterator[Entry]:
         """Entries oldest first, from the start of the file (those with ``id > after_id``). Reads the whole file."""
@@ -367,7 +369,9 @@ class FactLog:
 
         ``select`` consumes as many entries as it needs. While they come from the cache it runs right here;
         if it reads past the cache it is run again from the start in a worker thread, where the disk reads
-        cannot stall the event loop. So ``select`` must be a pure function of the entries it sees.
+        cannot stall the event loop. So ``select`` must be a pure function of the entries it sees. What it
+        read from the file goes into the cache while there is room (after ``shrink_cache``), so the next
+        read of the same window stays on the event loop.
         """
         self._check_open()
         cached, floor = tuple(self._cache), self._floor
@@ -382,14 +386,27 @@ class FactLog:
         result = select(from_cache())
         if not exhausted or floor == 0:
             return result
+        read: list[tuple[int, Entry]] = []  # from the file, newest first
         self._thread_reads += 1
         try:
-            return await anyio.to_thread.run_sync(select, self._reverse(cached, floor))
+            result = await anyio.to_thread.run_sync(select, self._reverse(cached, floor, read))
         finally:
             self._thread_reads -= 1
             if not self._thread_reads:
                 self._reads_done.set()
                 self._reads_done = anyio.Event()
+        self._warm(read, floor)
+        return result
+
+    def _warm(self, read: list[tuple[int, Entry]], floor: int) -> None:
+        """Put entries just read from below ``floor`` (newest first) into the cache's free room, if the cache
+        still starts at ``floor`` (nothing rotated it or shrank it meanwhile)."""
+        room = (self._cache.maxlen or 0) - len(self._cache)
+        if self._floor != floor or self._closed or room <= 0 or not read:
+            return
+        for offset, entry in read[:room]:
+            self._cache.appendleft((offset, entry))
+        self._floor = self._cache[0][0]
 
     def _parse(self, offset: int, line: bytes) -> Entry | None:
         if not line.strip():

@@ -112,6 +112,28 @@ async def test_readers_agree_after_the_cache_shrinks_and_appends_refill_it(log_p
 
 
 @pytest.mark.anyio
+async def test_what_read_back_reads_from_the_file_fills_the_room_in_the_cache(log_path: Path) -> None:
+    write_lines(log_path, 100)
+    async with await FactLog.open(log_path, cache_size=30) as log:
+        log.shrink_cache(2)
+
+        def newest(count: int):  # type: ignore[no-untyped-def]
+            return lambda entries: [e.id for _, e in zip(range(count), entries, strict=False)]
+
+        assert await log.read_back(newest(20)) == list(range(100, 80, -1))  # 18 of them from the file
+        assert log.cached == 20
+        read = log.stats.bytes_read
+        assert await log.read_back(newest(20)) == list(range(100, 80, -1))
+        assert log.stats.bytes_read == read  # the same window again: all from the cache
+        assert await log.read_back(newest(60)) == list(range(100, 40, -1))  # 10 more fit
+        assert log.cached == 30
+        assert [e.id for e in log.iter_reverse()] == list(range(100, 0, -1))
+        await log.append("custom", {})
+        assert [e.id for e in log.tail(3)] == [99, 100, 101]
+        assert [e.id for e in log.iter_forward(after_id=95)] == [96, 97, 98, 99, 100, 101]
+
+
+@pytest.mark.anyio
 async def test_reading_the_tail_costs_what_the_tail_is_not_what_the_file_is(tmp_path: Path) -> None:
     small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
     write_lines(small, 100)

@@ -186,7 +186,11 @@ async def test_a_runtime_idle_for_a_reap_interval_gives_back_its_cached_entries(
         assert list(route.runtimes.values()) == [runtime]  # cooled, not evicted
         parsed = runtime.log.stats.lines_parsed
         await say(bot, "what did I say?", channel_id="private:1")
-        assert runtime.log.stats.lines_parsed > parsed  # the window came from the file
+        assert "remember 42" in [m["content"] for m in fake_openai.last_request.json["messages"]]
+        assert runtime.log.stats.lines_parsed > parsed  # the window came from the file...
+        parsed = runtime.log.stats.lines_parsed
+        await say(bot, "and now?", channel_id="private:1")
+        assert runtime.log.stats.lines_parsed == parsed  # ... and went back into the cache
     assert "remember 42" in [m["content"] for m in fake_openai.last_request.json["messages"]]
 
 
