@@ -31,7 +31,7 @@ from _fake_server import fake_model_process, models_yaml
 from _report import Bench, add_memory_dir_option, run
 
 from ishiki_host.core.clock import FakeClock
-from ishiki_host.runtime.routes import reap_interval
+from ishiki_host.runtime.routes import ProfileRoute, reap_interval
 from ishiki_host.testing.host import TestHost, host_yaml, profile_yaml, write_config
 
 IDLE_SECONDS = 60.0
@@ -46,13 +46,29 @@ def rss_mib() -> float:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
+def config_dir(base: Path, name: str, base_url: str) -> Path:
+    """A config dir whose one profile answers every message, on the fake model, evicting after ``IDLE_SECONDS``."""
+    host = host_yaml(extra=f"runtime_idle_seconds: {IDLE_SECONDS}\n")
+    return write_config(base / name, profiles={"ana": profile_yaml()}, models=models_yaml(base_url, 32), host=host)
+
+
+async def say_in_each(th: TestHost, route: ProfileRoute, channels: range, text: str) -> None:
+    """``text`` in each of ``channels`` at once; returns once every runtime has answered and settled."""
+    bot = th.channel()
+    async with anyio.create_task_group() as tg:
+        for index in channels:
+            tg.start_soon(lambda i=index: bot.say(text, channel_id=f"private:{i}"))
+    with anyio.fail_after(300):
+        await bot.wait_sent(len(channels))
+        for runtime in route.runtimes.values():
+            await runtime.settled()
+    bot.sent.clear()  # the fake channel's own record is not the host's memory
+
+
 async def measure_host(bench: Bench, base_url: str, idle: int, churn: int, batch: int, base: Path) -> None:
     """Warm up, measure RSS with idle runtimes, then churn and measure again."""
     clock = FakeClock()
-    host = host_yaml(extra=f"runtime_idle_seconds: {IDLE_SECONDS}\nscheduler: {{interactive_grace_seconds: 0}}\n")
-    root = write_config(base / "bot", profiles={"ana": profile_yaml()}, models=models_yaml(base_url, 32), host=host)
-    async with TestHost(root, clock=clock) as th:
-        bot = th.channel()
+    async with TestHost(config_dir(base, "bot", base_url), clock=clock) as th:
         route = th.host.routes.get("ana")
         assert route is not None
         serial = 0
@@ -60,15 +76,7 @@ async def measure_host(bench: Bench, base_url: str, idle: int, churn: int, batch
         async def spawn(count: int) -> None:
             nonlocal serial
             first, serial = serial, serial + count
-            sent = 0
-            async with anyio.create_task_group() as tg:
-                for index in range(first, first + count):
-                    tg.start_soon(lambda i=index: bot.say("hello", channel_id=f"private:{i}"))
-            with anyio.fail_after(300):
-                await bot.wait_sent(sent + count)
-                for runtime in route.runtimes.values():
-                    await runtime.settled()
-            bot.sent.clear()  # the fake channel's own record is not the host's memory
+            await say_in_each(th, route, range(first, first + count), "hello")
 
         async def evict_all() -> None:
             await clock.advance(IDLE_SECONDS + reap_interval(IDLE_SECONDS))
@@ -106,10 +114,7 @@ CHAT_MESSAGE = "x" * 2000
 async def measure_chats(bench: Bench, base_url: str, chats: int, base: Path) -> None:
     """Idle runtimes of longer chats: their Python heap, then once cooled."""
     clock = FakeClock()
-    host = host_yaml(extra=f"runtime_idle_seconds: {IDLE_SECONDS}\n")
-    root = write_config(base / "chats", profiles={"ana": profile_yaml()}, models=models_yaml(base_url, 32), host=host)
-    async with TestHost(root, clock=clock) as th:
-        bot = th.channel()
+    async with TestHost(config_dir(base, "chats", base_url), clock=clock) as th:
         route = th.host.routes.get("ana")
         assert route is not None
         gc.collect()
@@ -117,15 +122,7 @@ async def measure_chats(bench: Bench, base_url: str, chats: int, base: Path) -> 
         try:
             before = tracemalloc.get_traced_memory()[0]
             for turn in range(CHAT_TURNS):
-                async with anyio.create_task_group() as tg:
-                    for index in range(chats):
-                        text = f"{CHAT_MESSAGE} {turn}"
-                        tg.start_soon(lambda i=index, t=text: bot.say(t, channel_id=f"private:{i}"))
-                with anyio.fail_after(300):
-                    await bot.wait_sent((turn + 1) * chats)
-                    for runtime in route.runtimes.values():
-                        await runtime.settled()
-            bot.sent.clear()
+                await say_in_each(th, route, range(chats), f"{CHAT_MESSAGE} {turn}")
             gc.collect()
             idle = (tracemalloc.get_traced_memory()[0] - before) / chats
             await clock.advance(reap_interval(IDLE_SECONDS))  # one look of the reaper: they are cooled
