@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 import anyio
 
 __all__ = ["EVENT_LOOPS", "EventLoop", "backend_options", "run", "running_loop", "uvloop_installed"]
 
 EventLoop = Literal["auto", "uvloop", "asyncio"]
-EVENT_LOOPS: tuple[EventLoop, ...] = ("auto", "uvloop", "asyncio")
+EVENT_LOOPS: tuple[EventLoop, ...] = get_args(EventLoop)
 T = TypeVar("T")
 
 

@@ -185,7 +185,7 @@ class ProfileRoute:
         """Cool the runtimes idle for ``after`` seconds or more (``AgentRuntime.cool``); returns how many
         entries their logs gave back."""
         dropped = 0
-        for runtime in list(self._runtimes.values()):
+        for runtime in self._runtimes.values():  # cooling neither adds nor removes runtimes
             idle = runtime.idle_for()
             if idle is not None and idle >= after:
                 dropped += runtime.cool()
