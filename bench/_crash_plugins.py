@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import anyio
 
 from ishiki_host import Extension, hookimpl
-from ishiki_host.memory.store import MemoryStore
+from ishiki_host.store.memory_store import MemoryStore
 
 
 class MemoInstance:

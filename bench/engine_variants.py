@@ -22,12 +22,12 @@ from typing import Any
 
 from _report import Bench, run, time_calls_async
 
+from ishiki_host.channels.events import IshikiEvent, User
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.messages import Message, ToolCall
 from ishiki_host.core.model import ModelRequest, ToolSpec
 from ishiki_host.engines.toolcall.text import JsonToolcallEngine, XmlToolcallEngine
 from ishiki_host.engines.wakeup.willingness import WillingnessWakeupEngine
-from ishiki_host.runtime.events import IshikiEvent, User
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.models import FunctionModel, reply
 

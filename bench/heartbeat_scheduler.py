@@ -29,7 +29,7 @@ from _report import Bench, run
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.heartbeat import sync_from_file
-from ishiki_host.memory import MemoryStore
+from ishiki_host.store import MemoryStore
 
 BEATS, SMALL = 10_000, 100
 ZONES = ("UTC", "Europe/Berlin", "America/New_York")

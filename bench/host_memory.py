@@ -31,7 +31,7 @@ from _fake_server import fake_model_process, models_yaml
 from _report import Bench, add_memory_dir_option, run
 
 from ishiki_host.core.clock import FakeClock
-from ishiki_host.runtime.routes import ProfileRoute, reap_interval
+from ishiki_host.host.routes import ProfileRoute, reap_interval
 from ishiki_host.testing.host import TestHost, host_yaml, profile_yaml, write_config
 
 IDLE_SECONDS = 60.0

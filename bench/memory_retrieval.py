@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 from _report import Bench, run
 
-from ishiki_host.memory import MemoryDraft, MemoryStore
+from ishiki_host.store import MemoryDraft, MemoryStore
 
 SMALL, LARGE = 100, 100_000
 PROFILE = "bench"

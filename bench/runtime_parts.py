@@ -18,7 +18,7 @@ import anyio
 from _report import Bench, run, time_calls
 
 from ishiki_host.channels import split_message, utf16_len
-from ishiki_host.runtime.resources import create_runtime_resources
+from ishiki_host.resources import create_runtime_resources
 
 
 def _markdown(size: int) -> str:

@@ -32,7 +32,7 @@ from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.messages import Message, ToolCall
 from ishiki_host.core.tokens import estimate_messages_tokens, tiktoken_estimator
 from ishiki_host.core.window import project_entries
-from ishiki_host.memory.sessions import SessionManager
+from ishiki_host.sessions.manager import SessionManager
 
 MESSAGES = 10_000
 WORDS = [

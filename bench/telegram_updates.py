@@ -28,9 +28,9 @@ from ishiki_channel_telegram import TelegramAccount, TelegramConnection
 from ishiki_channel_telegram.testing import FakeBotAPI, group_chat, private_chat, running, user
 
 from ishiki_host.channels.base import InboundAttachment
+from ishiki_host.channels.events import IshikiEvent
 from ishiki_host.core.clock import SystemClock
-from ishiki_host.runtime.events import IshikiEvent
-from ishiki_host.runtime.resources import AssetFetchers
+from ishiki_host.resources import AssetFetchers
 
 
 @dataclass(frozen=True, slots=True)

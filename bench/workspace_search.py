@@ -23,7 +23,7 @@ from _report import Bench, run, time_calls_async
 from ishiki_ext_workspace import WorkspaceTools, settings_from_config
 
 from ishiki_host.core.clock import SystemClock
-from ishiki_host.runtime.resources import ResourceCenter
+from ishiki_host.resources import ResourceCenter
 
 WORDS = ("alpha", "beta", "gamma", "delta", "import", "return", "value", "result", "token", "buffer", "parser")
 PATTERNS = {

@@ -17,7 +17,7 @@ PUBLIC_MODULES = [
     "ishiki_host.plugins",
     "ishiki_host.heartbeat",
     "ishiki_host.runtime",
-    "ishiki_host.runtime.resources",
+    "ishiki_host.resources",
     "ishiki_host.scaffold",
     "ishiki_host.testing",
     "ishiki_host.tools",

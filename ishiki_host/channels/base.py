@@ -1,7 +1,7 @@
 """The contract between the host and a channel connection.
 
-A channel plugin (entry-point group ``ishiki.channel``) is a class whose ``create(ctx, account)`` makes one
-``ChannelConnection`` per account configured in ``ishiki.yaml``. The host runs each connection in its own task
+A channel plugin (entry-point group ``ishiki.channel``) is a ``Channel`` subclass whose ``create(ctx, account)``
+makes one ``ChannelConnection`` per account configured in ``ishiki.yaml``. The host runs each connection in its own task
 (``await tg.start(conn.run)``), restarts it with back-off when it crashes, and talks to it only through this
 contract. A connection talks back only through its ``ChannelHost``.
 
@@ -13,7 +13,7 @@ Repeats: a message id names one message of its channel, and a channel never give
 (not after a restart either). A platform that sends input again until it is confirmed (a crash between
 "durable" and "confirmed") sends it with the same identity: ``kind``, ``sid``, ``channel_id``, ``message_id``
 and ``extra["editedAt"]`` (set on the new version of an edited message). The host recognises such a repeat
-among the recent input of the runtime (``ishiki_host.runtime.repeats``), ignores it and still answers
+among the recent input of the runtime (``ishiki_host.channels.repeats``), ignores it and still answers
 ``dispatch`` as durable, so the channel confirms it and nothing is answered twice.
 
 Outbound: the host calls ``send`` with one chat message's text; the connection splits it to its own limit
@@ -22,9 +22,12 @@ Outbound: the host calls ``send`` with one chat message's text; the connection s
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ishiki_host.config.services import Plugin, PluginConfig
 
 if TYPE_CHECKING:
     import logging
@@ -33,11 +36,19 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
+    from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.clock import Clock
-    from ishiki_host.runtime.events import IshikiEvent
-    from ishiki_host.runtime.resources import AssetFetchers, Blob
+    from ishiki_host.resources import AssetFetchers, Blob
 
-__all__ = ["ChannelConnection", "ChannelHost", "Delivery", "InboundAttachment", "OutboundFile", "SendResult"]
+__all__ = [
+    "Channel",
+    "ChannelConnection",
+    "ChannelHost",
+    "Delivery",
+    "InboundAttachment",
+    "OutboundFile",
+    "SendResult",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,3 +192,19 @@ class ChannelConnection(Protocol):
     async def send_files(self, channel_id: str, files: Sequence[OutboundFile]) -> SendResult:
         """Send files (photos, documents) read from resource URLs."""
         ...
+
+
+class Channel(Plugin):
+    """Base class of channels (group ``ishiki.channel``): a chat platform's input and output.
+
+    The entry-point name is the platform (``telegram`` claims ``telegram:<selfId>``); ``config_schema`` is the
+    schema of one account entry of ``channels.<platform>.accounts`` in ``ishiki.yaml``.
+    """
+
+    @abstractmethod
+    def create(self, ctx: ChannelHost, account: PluginConfig) -> ChannelConnection:
+        """Make the connection of one account.
+
+        ``ctx`` is what the host offers this connection (event sink, resource capture, clock, state directory);
+        ``account`` is the validated account entry with defaults.
+        """

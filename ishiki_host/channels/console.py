@@ -32,11 +32,10 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from ishiki_host.channels.base import SendResult
+from ishiki_host.channels.base import Channel, SendResult
+from ishiki_host.channels.events import IshikiEvent, User
 from ishiki_host.channels.split import split_message
 from ishiki_host.errors import ChannelError
-from ishiki_host.plugins.base import Channel
-from ishiki_host.runtime.events import IshikiEvent, User
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus

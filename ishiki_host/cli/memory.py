@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from ishiki_host.errors import ConfigError, HostConfigInvalid, IshikiError
-from ishiki_host.memory.db import database_in_use, memory_db_files, memory_db_path
+from ishiki_host.store.db import database_in_use, memory_db_files, memory_db_path
 
 __all__ = ["data_dir_of", "register"]
 

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Signal the host of ``args.dir``; return the exit status."""
     from ishiki_host.config.host import load_host_config
-    from ishiki_host.runtime.host import PID_FILE
+    from ishiki_host.host.host import PID_FILE
 
     root = usable_dir("reload", args.dir)
     if root is None:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ishiki_host.host.host import Host
     from ishiki_host.plugins.configdir import ConfigDir
-    from ishiki_host.runtime.host import Host
 
 from ishiki_host.cli._args import add_dir_argument
 
@@ -89,7 +89,7 @@ async def _serve(root: Path, config: ConfigDir) -> int:
     import anyio
 
     from ishiki_host.eventloop import running_loop
-    from ishiki_host.runtime.host import Host
+    from ishiki_host.host.host import Host
 
     logging.getLogger("ishiki_host.cli").info("event loop: %s", running_loop())
     host = Host(root, config=config)

@@ -1,62 +1,28 @@
-"""The command layer (the message gateway): slash commands, trust and admission of senders.
+"""The host's own slash commands (``builtin_commands()``): ``/help``, ``/whoami``, ``/status``, ``/clear``
+(``/reset``), ``/compact``, ``/memory``, ``/memories``, ``/tools``, ``/extensions``.
 
-- ``table``: ``Command`` and ``CommandTable`` (case-insensitive names and aliases, ``/cmd@bot``, duplicates
-  reported and skipped); ``dispatch.run_command`` answers a command message (trust gate, handler, reply);
-- ``context``: ``CommandContext``, what the runtime gives a handler, and ``Invocation``, a ready implementation;
-- ``trust``: ``TrustPolicy`` (sender levels, ``refused``, turn levels), ``Refusals``, ``OPEN_TOOLS``,
-  ``tools_for``;
-- the built-ins (``builtin_commands()``): ``/help``, ``/whoami``, ``/status``, ``/clear`` (``/reset``),
-  ``/compact``, ``/memory``, ``/memories``, ``/tools``, ``/extensions``; ``switches`` holds the per-turn
-  filters ``enabled_tools`` / ``enabled_extensions`` behind ``/tools`` and ``/extensions``.
-
-Extensions add their own commands through the ``ishiki_commands`` hook, returning ``Command`` objects.
+They are written against the same contract as an extension's commands (``ishiki_host.plugins.commands``:
+``Command``, ``CommandContext``); the runtime registers them first in every runtime's table (source
+``host``), then each extension's ``ishiki_commands``.
 """
 
-from ishiki_host.commands.context import CommandContext, HostView, Invocation, memory_store
-from ishiki_host.commands.dispatch import CommandResult, refusal, run_command
 from ishiki_host.commands.info import help_command, render_help, status_command, whoami_command
 from ishiki_host.commands.session import clear_command, compact_command, memories_command, memory_command
-from ishiki_host.commands.switches import enabled_extensions, enabled_tools, extensions_command, tools_command
-from ishiki_host.commands.table import Command, CommandHandler, CommandMatch, CommandTable
-from ishiki_host.commands.trust import (
-    OPEN_TOOLS,
-    REFUSAL_TEXT,
-    Admission,
-    Refusals,
-    TrustPolicy,
-    entry_sender,
-    highest,
-    lowest,
-    sender_key,
-    tools_for,
-)
+from ishiki_host.commands.switches import extensions_command, tools_command
+from ishiki_host.plugins.commands import Command
 
 __all__ = [
-    "OPEN_TOOLS",
-    "REFUSAL_TEXT",
-    "Admission",
-    "Command",
-    "CommandContext",
-    "CommandHandler",
-    "CommandMatch",
-    "CommandResult",
-    "CommandTable",
-    "HostView",
-    "Invocation",
-    "Refusals",
-    "TrustPolicy",
     "builtin_commands",
-    "enabled_extensions",
-    "enabled_tools",
-    "entry_sender",
-    "highest",
-    "lowest",
-    "memory_store",
-    "refusal",
+    "clear_command",
+    "compact_command",
+    "extensions_command",
+    "help_command",
+    "memories_command",
+    "memory_command",
     "render_help",
-    "run_command",
-    "sender_key",
-    "tools_for",
+    "status_command",
+    "tools_command",
+    "whoami_command",
 ]
 
 

@@ -8,9 +8,8 @@ from ishiki_host.core.tools import trust_allows
 from ishiki_host.errors import CommandError
 
 if TYPE_CHECKING:
-    from ishiki_host.commands.context import CommandContext
-    from ishiki_host.commands.table import Command, CommandTable
     from ishiki_host.core.tools import TrustLevel
+    from ishiki_host.plugins.commands import Command, CommandContext, CommandTable
 
 __all__ = ["help_command", "render_help", "status_command", "whoami_command"]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from ishiki_host.commands.context import memory_store
 from ishiki_host.errors import CommandError
-from ishiki_host.memory.repos.memory_types import MAX_LIST, MEMORY_TYPES
+from ishiki_host.plugins.commands import memory_store
+from ishiki_host.store.repos.memory_types import MAX_LIST, MEMORY_TYPES
 
 if TYPE_CHECKING:
-    from ishiki_host.commands.context import CommandContext
-    from ishiki_host.memory.repos.memory_types import Memory, MemoryType
+    from ishiki_host.plugins.commands import CommandContext
+    from ishiki_host.store.repos.memory_types import Memory, MemoryType
 
 __all__ = [
     "DEFAULT_MEMORIES",

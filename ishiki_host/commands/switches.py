@@ -1,44 +1,24 @@
 """``/tools`` and ``/extensions``: per-profile on/off switches in ``plugin_settings``, read live.
 
 A switch written here applies from the next turn without a restart, because the runtime filters every turn's
-tools and extensions through ``enabled_tools`` / ``enabled_extensions`` (one query each). The kernel tools a
+tools and extensions through them (``ishiki_host.runtime.switches``, one query each). The kernel tools a
 reply needs (``OPEN_TOOLS``) cannot be switched off: a persona that cannot send cannot answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from ishiki_host.commands.context import memory_store
-from ishiki_host.commands.trust import OPEN_TOOLS
-from ishiki_host.core.tools import Tool
 from ishiki_host.errors import CommandError
+from ishiki_host.plugins.commands import memory_store
+from ishiki_host.tools.kernel import OPEN_TOOLS
 
 if TYPE_CHECKING:
-    from ishiki_host.commands.context import CommandContext
-    from ishiki_host.memory.repos.plugin_settings import PluginKind
-    from ishiki_host.memory.store import MemoryStore
+    from ishiki_host.plugins.commands import CommandContext
+    from ishiki_host.store.repos.plugin_settings import PluginKind
 
-__all__ = ["enabled_extensions", "enabled_tools", "extensions_command", "tools_command"]
-
-ToolT = TypeVar("ToolT", bound=Tool)
-
-
-async def enabled_tools(store: MemoryStore | None, profile: str, tools: Sequence[ToolT]) -> list[ToolT]:
-    """``tools`` without those switched off for ``profile`` (the kernel's open tools always stay)."""
-    if store is None:
-        return list(tools)
-    switches = await store.plugin_settings.effective("tool", profile=profile)
-    return [t for t in tools if t.name in OPEN_TOOLS or switches.get(t.name, True)]
-
-
-async def enabled_extensions(store: MemoryStore | None, profile: str, names: Sequence[str]) -> list[str]:
-    """``names`` (extension names, in ``extends`` order) without those switched off for ``profile``."""
-    if store is None:
-        return list(names)
-    switches = await store.plugin_settings.effective("extension", profile=profile)
-    return [name for name in names if switches.get(name, True)]
+__all__ = ["extensions_command", "tools_command"]
 
 
 def _parse(args: str, what: str) -> tuple[str, str] | None:

@@ -2,15 +2,37 @@
 
 The loaders validate a service's config block with that service's own schema. They ask a ``ServiceCatalog``
 (the plugin registry implements it) for a ``ServiceSpec``: the class-level facts of one loaded service.
+``Plugin`` holds those facts on a class: every base class of an entry-point group derives from it (the
+channel's in ``ishiki_host.channels.base``, the model API's in ``ishiki_host.gateway.api``, the engines' and
+the extension's in ``ishiki_host.plugins.base``).
 """
 
 from __future__ import annotations
 
+from abc import ABC
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-__all__ = ["ServiceCatalog", "ServiceSpec", "service_name"]
+__all__ = [
+    "CHANNEL_GROUP",
+    "ENGINE_GROUPS",
+    "EXTENSION_GROUP",
+    "PLUGIN_API_VERSION",
+    "PROVIDER_GROUP",
+    "Plugin",
+    "PluginConfig",
+    "ServiceCatalog",
+    "ServiceSpec",
+    "service_name",
+]
+
+PLUGIN_API_VERSION = "1.0"
+"""The plugin-API version this host speaks; a plugin whose major differs is refused."""
+
+PluginConfig = Mapping[str, Any]
+"""A plugin's validated config block (its ``config_schema`` with defaults applied). Its values are arbitrary
+JSON, which is why they are ``Any``: the schema, not the type, says what each key holds."""
 
 ENGINE_GROUPS: Mapping[str, str] = {
     "context": "ishiki.engine.context",
@@ -59,3 +81,19 @@ class ServiceCatalog(Protocol):
     def default_extensions(self) -> tuple[str, ...]:
         """Names of the extensions that are on for every profile unless disabled, sorted."""
         ...
+
+
+class Plugin(ABC):  # noqa: B024 - abstract by convention; each subclass declares its own ``create``
+    """Class attributes every plugin class shares; discovery and validation read only these.
+
+    - ``config_schema``: the JSON Schema (draft 2020-12) of the service's config block. Defaults written in it
+      are applied before ``create`` sees the config.
+    - ``api_version``: the plugin-API version the class was written for; a major the host does not speak is
+      refused (``PluginAPIIncompatible``).
+    - ``requires``: full service names this service needs in the same profile (e.g. the narrative context
+      engine requires ``ishiki.engine.toolcall.narrative``).
+    """
+
+    config_schema: ClassVar[Mapping[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
+    api_version: ClassVar[str] = PLUGIN_API_VERSION
+    requires: ClassVar[tuple[str, ...]] = ()

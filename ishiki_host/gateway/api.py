@@ -9,13 +9,14 @@ errors are classified here, at the boundary, and nowhere else.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, ClassVar, Protocol
+from abc import abstractmethod
+from collections.abc import AsyncIterator
+from typing import ClassVar, Protocol
 
 import httpx
 
 from ishiki_host.config.models import ModelSpec, ProviderConfig
+from ishiki_host.config.services import Plugin
 from ishiki_host.core.model import ModelRequest, ModelResult, StreamEvent
 
 __all__ = ["ModelAPI", "ProviderClient"]
@@ -37,16 +38,15 @@ class ProviderClient(Protocol):
         ...
 
 
-class ModelAPI(ABC):
+class ModelAPI(Plugin):
     """Base class of model API adapters.
 
     ``config_schema`` is the JSON Schema of the provider keys this API adds to ``models.yaml`` beyond the common
     ones (``api``, ``baseUrl``, ``apiKey``, ``headers``, ``models``, ``maxConcurrency``, timeouts); they arrive in
-    ``ProviderConfig.options``. ``api_version`` is the plugin-API version the adapter was written for.
+    ``ProviderConfig.options``. ``api_version`` is the plugin-API version the adapter was written for;
+    ``needs_base_url`` says whether ``models.yaml`` must give the provider a ``baseUrl``.
     """
 
-    config_schema: ClassVar[Mapping[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
-    api_version: ClassVar[str] = "1.0"
     needs_base_url: ClassVar[bool] = True
 
     @abstractmethod

@@ -26,10 +26,10 @@ import anyio
 
 from ishiki_host.errors import HeartbeatInvalid
 from ishiki_host.heartbeat.rules import CLEAR_IMAGES_ID, FILE_RULES, check_beat
-from ishiki_host.memory.repos.beat_types import BEAT_TYPES, BeatSpec, BeatTarget
+from ishiki_host.store.repos.beat_types import BEAT_TYPES, BeatSpec, BeatTarget
 
 if TYPE_CHECKING:
-    from ishiki_host.memory.repos.beat_types import BeatSyncReport, BeatType
+    from ishiki_host.store.repos.beat_types import BeatSyncReport, BeatType
 
 __all__ = [
     "HEARTBEATS_FILE",

@@ -21,8 +21,8 @@ from ishiki_host.heartbeat.targets import ConfigTargets
 
 if TYPE_CHECKING:
     from ishiki_host.errors import ConfigError
-    from ishiki_host.memory.repos.beat_types import BeatSpec
     from ishiki_host.plugins.configdir import ConfigDir
+    from ishiki_host.store.repos.beat_types import BeatSpec
 
 __all__ = ["BeatFileCheck", "check_beat_file"]
 

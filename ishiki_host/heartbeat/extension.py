@@ -17,21 +17,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ishiki_host.commands.table import Command
 from ishiki_host.errors import CommandError
 from ishiki_host.heartbeat.render import format_time, render_beats
 from ishiki_host.heartbeat.runner import is_beat_turn
 from ishiki_host.heartbeat.service import HeartbeatService
 from ishiki_host.heartbeat.tools import BEAT_TOOL_NAMES, make_beat_tools, visible_beats
-from ishiki_host.memory.repos.beat_types import BeatTarget
 from ishiki_host.plugins.base import Extension
+from ishiki_host.plugins.commands import Command
 from ishiki_host.plugins.hookspecs import hookimpl
+from ishiki_host.store.repos.beat_types import BeatTarget
 
 if TYPE_CHECKING:
-    from ishiki_host.commands.context import CommandContext
     from ishiki_host.core.bus import BusEvent
     from ishiki_host.core.tools import Tool
-    from ishiki_host.memory.repos.beat_types import Beat
+    from ishiki_host.plugins.commands import CommandContext
+    from ishiki_host.store.repos.beat_types import Beat
 
 __all__ = ["SERVICE", "HeartbeatExtension", "HeartbeatInstance"]
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
-    from ishiki_host.memory.repos.images import ImageRecord
-    from ishiki_host.memory.store import MemoryStore
+    from ishiki_host.store.memory_store import MemoryStore
+    from ishiki_host.store.repos.images import ImageRecord
 
 __all__ = ["ClearReport", "clear_images"]
 

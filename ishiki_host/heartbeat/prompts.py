@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ishiki_host.heartbeat.render import format_time
 
 if TYPE_CHECKING:
-    from ishiki_host.memory.repos.beat_types import Beat
+    from ishiki_host.store.repos.beat_types import Beat
 
 __all__ = ["LATE_NOTE_AFTER", "prompt_for"]
 

@@ -10,7 +10,7 @@ from ishiki_host.errors import HeartbeatInvalid
 from ishiki_host.heartbeat.cron import zone
 
 if TYPE_CHECKING:
-    from ishiki_host.memory.repos.beat_types import Beat, BeatTarget
+    from ishiki_host.store.repos.beat_types import Beat, BeatTarget
 
 __all__ = ["describe_beat", "format_target", "format_time", "render_beats"]
 

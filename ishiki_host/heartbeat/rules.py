@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ishiki_host.errors import HeartbeatInvalid, StoreError
 from ishiki_host.heartbeat.cron import CronExpr, parse_cron
-from ishiki_host.memory.repos.beat_types import BeatSpec
+from ishiki_host.store.repos.beat_types import BeatSpec
 
 __all__ = [
     "CLEAR_IMAGES_ID",

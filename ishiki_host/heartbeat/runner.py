@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from ishiki_host.core.bus import BusEvent
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.core.turns import TurnOutcome
-    from ishiki_host.memory.repos.beat_types import Beat, BeatTarget
     from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.store.repos.beat_types import Beat, BeatTarget
 
 __all__ = ["BEAT_TRIGGER", "BeatHost", "HostBeatRunner", "is_beat_turn"]
 

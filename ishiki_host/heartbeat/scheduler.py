@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
 
     from ishiki_host.core.clock import Clock
-    from ishiki_host.memory.repos.beat_types import Beat
-    from ishiki_host.memory.repos.heartbeats import RunOutcome
-    from ishiki_host.memory.store import MemoryStore
+    from ishiki_host.store.memory_store import MemoryStore
+    from ishiki_host.store.repos.beat_types import Beat
+    from ishiki_host.store.repos.heartbeats import RunOutcome
 
 __all__ = ["BeatRunner", "HeartbeatScheduler"]
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ishiki_host.heartbeat.beatfile import TargetValidator
     from ishiki_host.heartbeat.scheduler import BeatRunner
     from ishiki_host.heartbeat.sync import SyncReport
-    from ishiki_host.memory.store import MemoryStore
+    from ishiki_host.store.memory_store import MemoryStore
 
 __all__ = ["HeartbeatService"]
 

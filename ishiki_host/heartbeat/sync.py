@@ -26,8 +26,8 @@ from ishiki_host.heartbeat.rules import next_run_for
 if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
     from ishiki_host.heartbeat.beatfile import TargetValidator
-    from ishiki_host.memory.repos.beat_types import BeatSpec, BeatSyncReport
-    from ishiki_host.memory.store import MemoryStore
+    from ishiki_host.store.memory_store import MemoryStore
+    from ishiki_host.store.repos.beat_types import BeatSpec, BeatSyncReport
 
 __all__ = ["BeatFileWatcher", "SyncReport", "sync_from_file"]
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
-    from ishiki_host.memory.repos.beat_types import BeatTarget
     from ishiki_host.plugins.activation import ProfileState
     from ishiki_host.plugins.configdir import ConfigDir
+    from ishiki_host.store.repos.beat_types import BeatTarget
 
 __all__ = ["HEARTBEAT_EXTENSION", "ConfigTargets", "heartbeats_on", "target_refusal"]
 

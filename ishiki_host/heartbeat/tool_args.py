@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 
 from ishiki_host.errors import ToolError
-from ishiki_host.memory.repos.beat_types import BEAT_TYPES, BeatTarget
+from ishiki_host.store.repos.beat_types import BEAT_TYPES, BeatTarget
 
 __all__ = ["ID_SCHEMA", "beat_fields_schema", "check_args", "resolve_target", "set_schema", "update_schema"]
 

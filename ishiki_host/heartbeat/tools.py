@@ -19,11 +19,11 @@ from ishiki_host.errors import HeartbeatInvalid, StoreError, ToolError
 from ishiki_host.heartbeat.render import describe_beat, format_target, render_beats
 from ishiki_host.heartbeat.rules import TOOL_RULES, check_beat
 from ishiki_host.heartbeat.tool_args import ID_SCHEMA, check_args, resolve_target, set_schema, update_schema
-from ishiki_host.memory.repos.beat_types import Beat, BeatSpec, BeatTarget
+from ishiki_host.store.repos.beat_types import Beat, BeatSpec, BeatTarget
 
 if TYPE_CHECKING:
     from ishiki_host.heartbeat.beatfile import TargetValidator
-    from ishiki_host.memory.store import MemoryStore
+    from ishiki_host.store.memory_store import MemoryStore
 
 __all__ = ["BEAT_TOOL_NAMES", "Poker", "TargetSource", "beat_data", "make_beat_tools", "visible_beats"]
 

@@ -25,22 +25,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ishiki_host.channels.inbound import is_inbound
 from ishiki_host.errors import ConfigError, StoreError
+from ishiki_host.gateway.attribution import TurnCallModel, usage_purpose
 from ishiki_host.memory.overflow import OverflowRecovery, SessionPolicy, compact_if_needed
-from ishiki_host.memory.repos.memory_types import MAX_SEARCH
 from ishiki_host.memory.retrieval import RetrievalSettings, memory_section
-from ishiki_host.memory.summarizer import Summarizer, remember_turn
 from ishiki_host.plugins.base import Extension
 from ishiki_host.plugins.hookspecs import hookimpl
-from ishiki_host.runtime.inbound import is_inbound
-from ishiki_host.runtime.usage import TurnCallModel, usage_purpose
+from ishiki_host.sessions.summarizer import Summarizer, remember_turn
+from ishiki_host.store.repos.memory_types import MAX_SEARCH
 
 if TYPE_CHECKING:
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.core.turns import TurnHandle
-    from ishiki_host.memory.store import MemoryStore
+    from ishiki_host.plugins.runtime_api import TurnReport
     from ishiki_host.runtime.runtime import AgentRuntime
-    from ishiki_host.runtime.turnstate import TurnReport
+    from ishiki_host.store.memory_store import MemoryStore
 
 __all__ = ["MEMORY_SCHEMA", "OVERFLOW_OFF_NOTICE", "MemoryExtension", "MemoryInstance", "memory_store_of"]
 

@@ -9,7 +9,7 @@
 ``/compact`` works in every mode: someone asked for it.
 
 ``recover_overflow`` is the reactive path: it compacts with the failed turn's unanswered messages carried
-into the new session (see ``ishiki_host.memory.sessions``), then queues one retry turn. The retry's number is
+into the new session (see ``ishiki_host.sessions.manager``), then queues one retry turn. The retry's number is
 remembered, so when the retry overflows too, the next call only surfaces the error. ``compact_if_needed`` is
 the safety valve, run after a turn. Both post a one-line notice to the channel (``notify``). Neither may be
 called from inside a turn: they wait for the agent to be idle. Run them in a task of the runtime.
@@ -22,12 +22,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ishiki_host.memory.summarizer import needs_compaction
+from ishiki_host.sessions.summarizer import needs_compaction
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.turns import TurnHandle, TurnOutcome
-    from ishiki_host.memory.sessions import SessionChange, SessionManager
+    from ishiki_host.sessions.manager import SessionChange, SessionManager
 
 __all__ = [
     "AUTO_COMPACT_NOTICE",

@@ -20,14 +20,14 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.memory.repos.memory_types import MAX_SEARCH, RETRIEVABLE_TYPES
-from ishiki_host.memory.transcript import render_entry
+from ishiki_host.sessions.transcript import render_entry
+from ishiki_host.store.repos.memory_types import MAX_SEARCH, RETRIEVABLE_TYPES
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.tools import TrustLevel
-    from ishiki_host.memory.repos.memory_types import Memory
-    from ishiki_host.memory.store import MemoryStore
+    from ishiki_host.store.memory_store import MemoryStore
+    from ishiki_host.store.repos.memory_types import Memory
 
 __all__ = [
     "DEFAULT_LIMIT",

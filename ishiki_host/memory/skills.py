@@ -37,13 +37,13 @@ import yaml
 
 from ishiki_host.core.tools import trust_allows
 from ishiki_host.errors import ResourceError
-from ishiki_host.memory.repos.skills import SkillFile, SkillSyncReport
-from ishiki_host.runtime.resources.center import Resource, ResourceRequest
+from ishiki_host.resources.center import Resource, ResourceRequest
+from ishiki_host.store.repos.skills import SkillFile, SkillSyncReport
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import TrustLevel
-    from ishiki_host.memory.repos.skills import LearnedSkill
-    from ishiki_host.memory.store import MemoryStore
+    from ishiki_host.store.memory_store import MemoryStore
+    from ishiki_host.store.repos.skills import LearnedSkill
 
 __all__ = [
     "MAX_SKILL_BYTES",

@@ -24,8 +24,8 @@ from ishiki_host.plugins.base import Extension
 from ishiki_host.plugins.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from ishiki_host.memory.store import MemoryStore
     from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.store.memory_store import MemoryStore
 
 __all__ = ["SKILLS_SCHEMA", "SkillsExtension", "SkillsInstance"]
 

@@ -2,34 +2,41 @@
 
 Every entry point of an Ishiki group names a *class* that subclasses the base class of its group. Discovery and
 validation read only class attributes, so listing plugins or checking a config never runs plugin code beyond
-the import of its module:
+the import of its module. The attributes every base shares (``config_schema``, ``api_version``, ``requires``)
+come from ``Plugin`` (``ishiki_host.config.services``); ``config_schema`` is the schema of ``context.<name>``
+(and ``wakeup.<name>``, ``toolcall.<name>``) for engines, of ``extends.<name>.config`` for extensions, of one
+entry of ``channels.<platform>.accounts`` in ``ishiki.yaml`` for channels, and of a provider's extra keys in
+``models.yaml`` for model APIs. Extensions add:
 
-- ``config_schema``: the JSON Schema (draft 2020-12) of the service's config block: ``context.<name>`` (and
-  ``wakeup.<name>``, ``toolcall.<name>``) for engines, ``extends.<name>.config`` for extensions, one entry of
-  ``channels.<platform>.accounts`` in ``ishiki.yaml`` for channels, a provider's extra keys in ``models.yaml``
-  for model APIs. Defaults written in it are applied before ``create`` sees the config.
-- ``api_version``: the plugin-API version the class was written for; a major the host does not speak is
-  refused (``PluginAPIIncompatible``).
-- ``requires``: full service names this service needs in the same profile (e.g. the narrative context engine
-  requires ``ishiki.engine.toolcall.narrative``).
-- ``default_enabled`` (extensions): on for every profile unless ``extends.<name>.enable: false``. Honoured only
-  for services of the ``ishiki-host`` distribution, so installing a third-party package never changes every
+- ``default_enabled``: on for every profile unless ``extends.<name>.enable: false``. Honoured only for
+  services of the ``ishiki-host`` distribution, so installing a third-party package never changes every
   profile behind the operator's back.
-- ``tool_names`` (extensions): the names of every tool the extension may offer, when they are known without
-  running it; ``None`` (the default) when its tools depend on the runtime (MCP servers, say). ``ishiki check``
-  uses them to report clashes before any turn runs (``ishiki_host.plugins.toolnames``).
+- ``tool_names``: the names of every tool the extension may offer, when they are known without running it;
+  ``None`` (the default) when its tools depend on the runtime (MCP servers, say). ``ishiki check`` uses them to
+  report clashes before any turn runs (``ishiki_host.plugins.toolnames``).
 
-The host instantiates the class once and calls ``create`` once per runtime. ``ModelAPI`` (group
-``ishiki.provider``) lives in ``ishiki_host.gateway.api`` and is re-exported here.
+The host instantiates the class once and calls ``create`` once per runtime (per account for channels, per
+provider for model APIs). ``Channel`` lives in ``ishiki_host.channels.base`` and ``ModelAPI`` in
+``ishiki_host.gateway.api``, beside the contracts they speak; both are re-exported here.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from ishiki_host.channels.base import Channel
+from ishiki_host.config.services import PLUGIN_API_VERSION, Plugin, PluginConfig
 from ishiki_host.gateway.api import ModelAPI
+
+if TYPE_CHECKING:
+    from ishiki_host.plugins.runtime_api import (
+        ContextEngineInstance,
+        RuntimeContext,
+        ToolcallEngineInstance,
+        WakeupEngineInstance,
+    )
 
 __all__ = [
     "GROUPS",
@@ -39,31 +46,21 @@ __all__ = [
     "Extension",
     "ModelAPI",
     "Plugin",
+    "PluginConfig",
     "ToolcallEngine",
     "WakeupEngine",
 ]
-
-PLUGIN_API_VERSION = "1.0"
-"""The plugin-API version this host speaks; a plugin whose major differs is refused."""
-
-
-class Plugin(ABC):  # noqa: B024 - abstract by convention; each subclass declares its own ``create``
-    """Class attributes shared by engines, extensions and channels (see the module docstring)."""
-
-    config_schema: ClassVar[Mapping[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
-    api_version: ClassVar[str] = PLUGIN_API_VERSION
-    requires: ClassVar[tuple[str, ...]] = ()
 
 
 class ContextEngine(Plugin):
     """Base class of context engines (group ``ishiki.engine.context``): they project facts into messages."""
 
     @abstractmethod
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> ContextEngineInstance:
         """Make this engine's instance for one runtime.
 
-        ``ctx`` is the runtime's host context (the ``RuntimeContext`` the runtime defines: fact log, model
-        gateway, clock, resource center); ``config`` is the validated ``context.<name>`` block with defaults.
+        ``ctx`` is the runtime as its plugins see it (fact log, models, clock, resource center...); ``config``
+        is the validated ``context.<name>`` block with defaults.
         """
 
 
@@ -71,11 +68,11 @@ class WakeupEngine(Plugin):
     """Base class of wakeup engines (group ``ishiki.engine.wakeup``): they decide when a turn starts."""
 
     @abstractmethod
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> WakeupEngineInstance:
         """Make this engine's instance for one runtime.
 
-        ``ctx`` is the runtime's host context (the ``RuntimeContext`` the runtime defines); ``config`` is the
-        validated ``wakeup.<name>`` block with defaults.
+        ``ctx`` is the runtime as its plugins see it; ``config`` is the validated ``wakeup.<name>`` block with
+        defaults.
         """
 
 
@@ -83,51 +80,35 @@ class ToolcallEngine(Plugin):
     """Base class of toolcall engines (group ``ishiki.engine.toolcall``): they wrap the profile's model."""
 
     @abstractmethod
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> ToolcallEngineInstance:
         """Make this engine's model wrapper for one runtime.
 
-        ``ctx`` is the runtime's host context (the ``RuntimeContext`` the runtime defines, which carries the
-        profile's shared underlying model; a wrapper never mutates it); ``config`` is the validated
-        ``toolcall.<name>`` block with defaults.
+        ``ctx`` is the runtime as its plugins see it (``ctx.model`` is the profile's shared underlying model; a
+        wrapper never mutates it); ``config`` is the validated ``toolcall.<name>`` block with defaults.
         """
 
 
 class Extension(Plugin):
     """Base class of extensions (group ``ishiki.ext``): tools, instructions, commands and resource schemes.
 
-    The instance ``create`` returns is registered in the runtime's plugin manager; it implements hooks of
-    ``ishiki_host.plugins.hookspecs`` with ``@hookimpl``.
+    The instance ``create`` returns is mounted on the runtime; it implements hooks of
+    ``ishiki_host.plugins.hookspecs`` with ``@hookimpl``. An extension adds tools, instructions, commands,
+    status lines and lifecycle; what a turn may use (trust, plugin switches) is the host's to decide.
     """
 
     default_enabled: ClassVar[bool] = False
     tool_names: ClassVar[tuple[str, ...] | None] = None
 
     @abstractmethod
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
-        """Make this extension's instance for one runtime.
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> object:
+        """Make this extension's instance for one runtime: any object with ``@hookimpl`` methods.
 
-        ``ctx`` is the runtime's host context (the ``RuntimeContext`` the runtime defines); ``config`` is the
-        validated ``extends.<name>.config`` block with defaults.
+        ``ctx`` is the runtime as its plugins see it; ``config`` is the validated ``extends.<name>.config``
+        block with defaults.
         """
 
 
-class Channel(Plugin):
-    """Base class of channels (group ``ishiki.channel``): a chat platform's input and output.
-
-    The entry-point name is the platform (``telegram`` claims ``telegram:<selfId>``); ``config_schema`` is the
-    schema of one account entry of ``channels.<platform>.accounts`` in ``ishiki.yaml``.
-    """
-
-    @abstractmethod
-    def create(self, ctx: Any, account: Mapping[str, Any]) -> Any:
-        """Make the channel for one account.
-
-        ``ctx`` is the host's channel context (defined by the runtime: event sink, resource capture, clock);
-        ``account`` is the validated account entry with defaults.
-        """
-
-
-GROUPS: Mapping[str, type] = {
+GROUPS: Mapping[str, type[Plugin]] = {
     "ishiki.engine.context": ContextEngine,
     "ishiki.engine.wakeup": WakeupEngine,
     "ishiki.engine.toolcall": ToolcallEngine,

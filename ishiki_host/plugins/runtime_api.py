@@ -23,6 +23,7 @@ channel, so wakeup engines can charge a reply cost or start a cooldown.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     import random
     from pathlib import Path
 
+    from ishiki_host.addresses.ids import Target
+    from ishiki_host.addresses.keys import RuntimeKey
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.agent import Agent
     from ishiki_host.core.bus import EventBus
@@ -38,21 +41,76 @@ if TYPE_CHECKING:
     from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.hooks import AgentHooks
     from ishiki_host.core.model import LanguageModel, Priority
-    from ishiki_host.core.turns import TurnHandle
-    from ishiki_host.runtime.paths import RuntimeKey
-    from ishiki_host.runtime.resources import ResourceCenter
-    from ishiki_host.runtime.turnstate import TurnState
+    from ishiki_host.core.tools import TrustLevel
+    from ishiki_host.core.turns import TurnHandle, TurnOutcome, TurnStatus
+    from ishiki_host.resources import ResourceCenter
 
 __all__ = [
     "ContextEngineInstance",
     "Dispose",
     "RuntimeContext",
     "ToolcallEngineInstance",
+    "TurnReport",
+    "TurnView",
     "WakeupEngineInstance",
 ]
 
 Dispose = Callable[[], Awaitable[object] | object]
 """Undo what ``attach`` set up; sync or async."""
+
+
+class TurnView(Protocol):
+    """The running turn, as plugins read it (``RuntimeContext.turn_state``); between turns, the state the next
+    turn starts from (``number`` is ``None``)."""
+
+    @property
+    def trust(self) -> TrustLevel:
+        """The turn's trust level: the lowest among the senders of its new messages (see docs/commands.md)."""
+        ...
+
+    @property
+    def number(self) -> int | None:
+        """The turn's number in the fact log; ``None`` between turns."""
+        ...
+
+    @property
+    def inbound(self) -> Sequence[Entry]:
+        """The inbound message entries new in this turn, oldest first."""
+        ...
+
+    @property
+    def sent(self) -> Sequence[str]:
+        """The platform ids of the messages the turn sent so far."""
+        ...
+
+    @property
+    def extensions(self) -> tuple[str, ...] | None:
+        """The extensions switched on for this turn (``/extensions``); ``None``: all of them."""
+        ...
+
+    def targets(self) -> set[Target]:
+        """The channels the turn's inbound messages came from."""
+        ...
+
+    def latest_target(self) -> Target | None:
+        """The channel of the turn's newest inbound message."""
+        ...
+
+
+@dataclass(frozen=True)
+class TurnReport:
+    """A finished turn: its end (``status``/``reason``/``error``), the inbound messages it answered and the
+    platform ids of what it sent. ``outcome`` is the agent's own ``TurnOutcome``; ``trust`` the level the turn
+    ran at (what it produced is readable at that level and above)."""
+
+    turn: int
+    status: TurnStatus
+    reason: str
+    error: BaseException | None
+    inbound: tuple[Entry, ...]
+    sent_ids: tuple[str, ...]
+    outcome: TurnOutcome
+    trust: TrustLevel = "owner"
 
 
 @runtime_checkable
@@ -146,7 +204,7 @@ class RuntimeContext(Protocol):
         ...
 
     @property
-    def turn_state(self) -> TurnState:
+    def turn_state(self) -> TurnView:
         """The running turn: ``trust`` (its level), ``inbound`` (the messages new in it), ``number``."""
         ...
 

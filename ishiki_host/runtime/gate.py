@@ -3,14 +3,14 @@
 ``CommandGate`` is the runtime's first inbound filter (``AgentRuntime.add_inbound_filter``). For each event,
 before anything is written to the fact log:
 
-1. The sender's admission by the profile's ``TrustPolicy`` (``ishiki_host.commands.trust``). A ``refused``
+1. The sender's admission by the profile's ``TrustPolicy`` (``ishiki_host.runtime.trust``). A ``refused``
    sender (unlisted, with ``allow_unlisted: false``) gets ``REFUSAL_TEXT`` once (``Refusals``) and the event
    is consumed: nothing reaches the log or the model.
-2. A message whose first word is a command of the runtime's ``CommandTable`` (the built-ins, then each
-   extension's ``ishiki_commands`` in ``extends`` order) is answered through the channel it came from, gated
-   by the sender's level, and consumed. ``/cmd@name`` in a group chat is ours only when the channel says the
-   message addresses the bot (``mentions_self``). A command of an extension switched off with ``/extensions``
-   is answered with a line saying so.
+2. A message whose first word is a command of the runtime's ``CommandTable`` (the host's own commands, given
+   in ``SharedParts.commands``, then each extension's ``ishiki_commands`` in ``extends`` order) is answered
+   through the channel it came from, gated by the sender's level, and consumed. ``/cmd@name`` in a group chat
+   is ours only when the channel says the message addresses the bot (``mentions_self``). A command of an
+   extension switched off with ``/extensions`` is answered with a line saying so.
 3. Anything else is ingested as usual, with ``data.trust`` set to the sender's level.
 
 Replies and notices go straight through the channel connection (noted for echo dropping), not through the
@@ -19,29 +19,34 @@ persona's outbox: they are the host speaking, and the fact log does not record t
 
 from __future__ import annotations
 
-import functools
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ishiki_host.commands import REFUSAL_TEXT, CommandTable, Invocation, Refusals, builtin_commands, run_command
-from ishiki_host.commands.switches import enabled_extensions
+from ishiki_host.addresses.ids import Target
 from ishiki_host.config.services import EXTENSION_GROUP, service_name
+from ishiki_host.plugins.commands import CommandTable
+from ishiki_host.runtime.command_runner import run_command
 from ishiki_host.runtime.hostview import RuntimeHostView
+from ishiki_host.runtime.switches import enabled_extensions
 from ishiki_host.runtime.tracker import event_sender
-from ishiki_host.tools.kernel import Target
+from ishiki_host.runtime.trust import REFUSAL_TEXT, Refusals
 
 if TYPE_CHECKING:
-    from ishiki_host.commands.trust import TrustPolicy
+    from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.tools import TrustLevel
-    from ishiki_host.runtime.events import IshikiEvent
+    from ishiki_host.plugins.commands import HostView
+    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.runtime.trust import TrustPolicy
+    from ishiki_host.sessions.manager import SessionManager
 
 __all__ = ["CommandGate"]
 
 logger = logging.getLogger(__name__)
 
 _EXTENSION_PREFIX = EXTENSION_GROUP + "."
-_builtins = functools.cache(builtin_commands)  # commands are immutable: every runtime's table shares them
 
 
 class CommandGate:
@@ -56,7 +61,7 @@ class CommandGate:
 
     async def build(self) -> None:
         """Register the built-ins, then each extension's commands (once the extensions are attached)."""
-        self.table.register_all(_builtins(), source="host")
+        self.table.register_all(self._rt.host.commands, source="host")
         if not self._rt.extensions.implements("ishiki_commands"):
             return
         for name, commands in await self._rt.extensions.commands():
@@ -136,3 +141,21 @@ class CommandGate:
 def _addressed(text: str) -> bool:
     """Whether the command word names a bot (``/clear@MyBot``)."""
     return "@" in text.split(maxsplit=1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """A plain ``CommandContext``: the runtime fills it in; ``send`` delivers a reply to the channel."""
+
+    sender: str
+    trust: TrustLevel
+    channel: str
+    runtime: RuntimeContext
+    table: CommandTable
+    sessions: SessionManager
+    host: HostView
+    send: Callable[[str], Awaitable[object]]
+
+    async def reply(self, text: str) -> None:
+        """Send ``text`` through ``send``."""
+        await self.send(text)

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.messages import Message, ToolCall
     from ishiki_host.core.turns import CallRecord, Step
+    from ishiki_host.resources import ArtifactStore
     from ishiki_host.runtime.images import ImageResolver
     from ishiki_host.runtime.outbound import RuntimeOutbox
-    from ishiki_host.runtime.resources import ArtifactStore
     from ishiki_host.runtime.turnstate import TurnState
 
 __all__ = ["HooksHost", "RuntimeHooks", "stop_reason"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.commands.switches import enabled_extensions
+from ishiki_host.runtime.switches import enabled_extensions
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool

@@ -18,7 +18,7 @@ from ishiki_host.core.messages import ImagePart, Message, Part, TextPart
 from ishiki_host.errors import ResourceError
 
 if TYPE_CHECKING:
-    from ishiki_host.runtime.resources import ResourceCenter
+    from ishiki_host.resources import ResourceCenter
 
 __all__ = ["MAX_IMAGE_BYTES", "ImageResolver"]
 

@@ -5,7 +5,7 @@ tools, create the engine instances (context, toolcall, wakeup) and the extension
 and the session manager, start the agent (it repairs the log after a crash), attach the extensions, build the
 command table (built-ins and the extensions' commands), then attach the wakeup engine, and re-run
 the wake decision for what a crashed or stopped turn left unanswered, and for input the host made durable but
-died before deciding on (``ishiki_host.runtime.resume``). Any failure before ``ready`` undoes what was done
+died before deciding on (``ishiki_host.host.resume``). Any failure before ``ready`` undoes what was done
 and raises ``RuntimeStartFailed``.
 
 Stop, always (a requested stop, eviction, reload, host exit, or cancellation): refuse input, clear the
@@ -31,13 +31,13 @@ from ishiki_host.core.agent import Agent
 from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.tokens import make_estimator
 from ishiki_host.errors import AgentStopped, RuntimeStartFailed
-from ishiki_host.memory.sessions import SessionManager
-from ishiki_host.memory.summarizer import Summarizer
+from ishiki_host.gateway.attribution import TurnCallModel
+from ishiki_host.resources import create_runtime_resources
 from ishiki_host.runtime.images import ImageResolver
 from ishiki_host.runtime.outbound import RuntimeOutbox
-from ishiki_host.runtime.resources import create_runtime_resources
-from ishiki_host.runtime.resume import STOP_EVENT, scan_tail
-from ishiki_host.runtime.usage import TurnCallModel
+from ishiki_host.runtime.tail import STOP_EVENT, scan_tail
+from ishiki_host.sessions.manager import SessionManager
+from ishiki_host.sessions.summarizer import Summarizer
 from ishiki_host.tools.kernel import make_finish_tool, make_send_message_tool, make_wait_tool
 from ishiki_host.tools.read import make_read_tool
 
@@ -45,13 +45,13 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+    from ishiki_host.addresses.ids import Target
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.tools import Tool
     from ishiki_host.core.turns import Turn
+    from ishiki_host.resources import RuntimeResources
     from ishiki_host.runtime.parts import EngineUse
-    from ishiki_host.runtime.resources import RuntimeResources
     from ishiki_host.runtime.runtime import AgentRuntime
-    from ishiki_host.tools.kernel import Target
 
 __all__ = ["TYPING_INTERVAL", "Lifecycle"]
 

@@ -13,15 +13,16 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from ishiki_host.addresses.ids import Target
+from ishiki_host.channels.base import SendResult
 from ishiki_host.core.tools import trust_allows
-from ishiki_host.tools.kernel import SendOutcome, Target
 
 if TYPE_CHECKING:
-    from ishiki_host.channels.base import ChannelConnection, SendResult
+    from ishiki_host.addresses.keys import RuntimeKey
+    from ishiki_host.channels.base import ChannelConnection
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.bus import EventBus
     from ishiki_host.core.clock import Clock
-    from ishiki_host.runtime.paths import RuntimeKey
     from ishiki_host.runtime.turnstate import TurnState
 
 __all__ = ["Outlets", "RuntimeOutbox", "typing_delay"]
@@ -95,14 +96,14 @@ class RuntimeOutbox:
             return f"sending to a channel this turn is not answering needs trust 'trusted'; this turn is '{turn.trust}'"
         return target
 
-    async def send(self, messages: Sequence[str], target: Target | None, reply_to: str | None) -> SendOutcome:
+    async def send(self, messages: Sequence[str], target: Target | None, reply_to: str | None) -> SendResult:
         """Send ``messages`` in order to ``target`` (checked); stop at the first failure."""
         resolved = self.check_target(target)
         if isinstance(resolved, str):
-            return SendOutcome(error=resolved)
+            return SendResult(error=resolved)
         connection = self._outlets.connection(resolved.sid)
         if connection is None:
-            return SendOutcome(error=f"channel {resolved.sid} is not connected right now")
+            return SendResult(error=f"channel {resolved.sid} is not connected right now")
         ids: list[str] = []
         for index, text in enumerate(messages):
             first_reply = reply_to if index == 0 else None
@@ -113,8 +114,8 @@ class RuntimeOutbox:
                     await self._sent(resolved, result.ids, text, first_reply)
                 error = error or result.error
             if error is not None:
-                return SendOutcome(tuple(ids), f"message {index + 1} of {len(messages)}: {error}")
-        return SendOutcome(tuple(ids))
+                return SendResult(tuple(ids), f"message {index + 1} of {len(messages)}: {error}")
+        return SendResult(tuple(ids))
 
     async def _send_one(
         self, connection: ChannelConnection, target: Target, text: str, reply_to: str | None

@@ -1,6 +1,6 @@
 """What a runtime is made from: the parts its host shares, and the parts its profile shares.
 
-``HostServices`` is shared by every runtime of a host (clock, directories, the channel outlets, other models,
+``SharedParts`` is shared by every runtime of a host (clock, directories, the channel outlets, other models,
 host-wide services). ``ProfileParts`` is shared by the runtimes of one profile: the profile, its one model
 object (never mutated; toolcall engines wrap it per runtime) and the provider objects of its engines and
 extensions, whose ``create`` makes each runtime's instances. ``ProviderCache`` keeps one provider object per
@@ -18,17 +18,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from ishiki_host.errors import PluginNotFound
-from ishiki_host.runtime.resources import AssetFetchers
+from ishiki_host.resources import AssetFetchers
 
 if TYPE_CHECKING:
     from ishiki_host.config.models import ModelsConfig
     from ishiki_host.config.profile_types import EngineChoice, ExtensionUse, Profile
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.model import LanguageModel
+    from ishiki_host.plugins.commands import Command
     from ishiki_host.plugins.discovery import PluginRegistry
     from ishiki_host.runtime.outbound import Outlets
 
-__all__ = ["EngineUse", "HomeLocks", "HostServices", "ProfileParts", "ProviderCache", "profile_parts"]
+__all__ = ["EngineUse", "HomeLocks", "ProfileParts", "ProviderCache", "SharedParts", "profile_parts"]
 
 FsyncPolicy = Literal["always", "turn", "never"]
 
@@ -60,7 +61,7 @@ class HomeLocks:
 
 
 @dataclass
-class HostServices:
+class SharedParts:
     """What every runtime of a host shares (see the module docstring)."""
 
     clock: Clock
@@ -74,6 +75,7 @@ class HostServices:
     seed: int | None = None
     shutdown_grace: float = 10.0
     homes: HomeLocks = field(default_factory=HomeLocks)
+    commands: tuple[Command, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

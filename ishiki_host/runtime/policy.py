@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ishiki_host.commands.switches import enabled_tools
-from ishiki_host.commands.trust import tools_for
+from ishiki_host.runtime.switches import enabled_tools
+from ishiki_host.runtime.trust import tools_for
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool

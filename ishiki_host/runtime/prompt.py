@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ishiki_host.runtime.events import parse_channel_id
+from ishiki_host.channels.events import parse_channel_id
 
 if TYPE_CHECKING:
+    from ishiki_host.addresses.keys import RuntimeKey
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.tools import TrustLevel
-    from ishiki_host.runtime.paths import RuntimeKey
 
 __all__ = ["control_flow", "join_sections"]
 

@@ -27,23 +27,23 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ishiki_host.commands.switches import enabled_extensions
+from ishiki_host.addresses.keys import RuntimeKey, runtime_dir
+from ishiki_host.channels.inbound import capture_attachments, inbound_message
+from ishiki_host.channels.repeats import RecentInbound
 from ishiki_host.core.agent import Agent
 from ishiki_host.core.bus import EventBus
 from ishiki_host.core.turns import Turn, TurnHandle, TurnSetup
 from ishiki_host.errors import AgentStopped
+from ishiki_host.gateway.attribution import in_runtime
 from ishiki_host.runtime.extensions import MountedExtensions
 from ishiki_host.runtime.gate import CommandGate
 from ishiki_host.runtime.hooks import RuntimeHooks
-from ishiki_host.runtime.inbound import capture_attachments, inbound_message
 from ishiki_host.runtime.lifecycle import Lifecycle
-from ishiki_host.runtime.paths import RuntimeKey, runtime_dir
 from ishiki_host.runtime.policy import SWITCHES_STAGE, switches_stage
 from ishiki_host.runtime.prompt import control_flow, join_sections
-from ishiki_host.runtime.repeats import RecentInbound
 from ishiki_host.runtime.surface import SurfaceContext, default_surface
+from ishiki_host.runtime.switches import enabled_extensions
 from ishiki_host.runtime.tracker import TurnTracker
-from ishiki_host.runtime.usage import in_runtime
 from ishiki_host.runtime.waiter import Waiter
 
 if TYPE_CHECKING:
@@ -51,7 +51,9 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
+    from ishiki_host.addresses.ids import Target
     from ishiki_host.channels.base import InboundAttachment
+    from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.entries import Entry
@@ -59,16 +61,14 @@ if TYPE_CHECKING:
     from ishiki_host.core.hooks import AgentHooks
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import Tool, TrustLevel
-    from ishiki_host.memory.sessions import SessionManager
+    from ishiki_host.resources import ArtifactStore, ResourceCenter
     from ishiki_host.runtime.disclosure import ToolDisclosure
-    from ishiki_host.runtime.events import IshikiEvent
     from ishiki_host.runtime.images import ImageResolver
     from ishiki_host.runtime.outbound import RuntimeOutbox
-    from ishiki_host.runtime.parts import HostServices, ProfileParts
-    from ishiki_host.runtime.resources import ArtifactStore, ResourceCenter
+    from ishiki_host.runtime.parts import ProfileParts, SharedParts
     from ishiki_host.runtime.surface import ToolSurface
     from ishiki_host.runtime.turnstate import TurnState
-    from ishiki_host.tools.kernel import Target
+    from ishiki_host.sessions.manager import SessionManager
 
 __all__ = ["AgentRuntime", "InboundFilter"]
 
@@ -92,7 +92,7 @@ class AgentRuntime:
         self,
         key: RuntimeKey,
         parts: ProfileParts,
-        host: HostServices,
+        host: SharedParts,
         *,
         home: Path | None = None,
         extra_hooks: Sequence[AgentHooks] = (),
@@ -253,7 +253,7 @@ class AgentRuntime:
         return self._parts
 
     @property
-    def host(self) -> HostServices:
+    def host(self) -> SharedParts:
         """The host's shared services."""
         return self._host
 

@@ -15,17 +15,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
-from ishiki_host.commands.trust import TrustPolicy, lowest
+from ishiki_host.channels.inbound import is_inbound, source_target
 from ishiki_host.errors import FactLogError
-from ishiki_host.runtime.inbound import is_inbound
-from ishiki_host.runtime.turnstate import TurnReport, TurnState, source_target
+from ishiki_host.plugins.runtime_api import TurnReport
+from ishiki_host.runtime.trust import TrustPolicy, lowest
+from ishiki_host.runtime.turnstate import TurnState
 
 if TYPE_CHECKING:
+    from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.bus import BusEvent, EventBus
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.tools import TrustLevel
     from ishiki_host.core.turns import Turn, TurnOutcome
-    from ishiki_host.runtime.events import IshikiEvent
     from ishiki_host.runtime.runtime import AgentRuntime
 
 __all__ = ["PENDING_LIMIT", "TurnTracker", "event_sender"]

@@ -1,31 +1,19 @@
-"""What the runtime knows about the turn being run (its trust level, the inbound messages new in it, what it
-sent), and ``TurnReport``, how a finished turn is shown to extensions (``ishiki_turn_finished``)."""
+"""What the runtime knows about the turn being run: its trust level, the inbound messages new in it, what it
+sent. Plugins read it through ``RuntimeContext.turn_state`` (a ``TurnView``: read-only)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ishiki_host.tools.kernel import Target
+from ishiki_host.channels.inbound import source_target
 
 if TYPE_CHECKING:
+    from ishiki_host.addresses.ids import Target
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.tools import TrustLevel
-    from ishiki_host.core.turns import TurnOutcome, TurnStatus
 
-__all__ = ["TurnReport", "TurnState", "source_target"]
-
-
-def source_target(entry: Entry) -> Target | None:
-    """The channel an inbound entry came from (``sid`` + channel id), from its stored event."""
-    source = entry.data.get("source")
-    if not isinstance(source, Mapping):
-        return None
-    platform, self_id, channel = source.get("platform"), source.get("selfId"), source.get("channelId")
-    if not (isinstance(platform, str) and isinstance(self_id, str) and isinstance(channel, str)):
-        return None
-    return Target(f"{platform}:{self_id}", channel)
+__all__ = ["TurnState"]
 
 
 @dataclass(eq=False)
@@ -52,19 +40,3 @@ class TurnState:
             if target is not None:
                 return target
         return None
-
-
-@dataclass(frozen=True)
-class TurnReport:
-    """A finished turn: its end (``status``/``reason``/``error``), the inbound messages it answered and the
-    platform ids of what it sent. ``outcome`` is the agent's own ``TurnOutcome``; ``trust`` the level the turn
-    ran at (what it produced is readable at that level and above)."""
-
-    turn: int
-    status: TurnStatus
-    reason: str
-    error: BaseException | None
-    inbound: tuple[Entry, ...]
-    sent_ids: tuple[str, ...]
-    outcome: TurnOutcome
-    trust: TrustLevel = "owner"

@@ -22,7 +22,7 @@ It can be made to fail or to stop at chosen moments:
 
 With ``routed=False`` every event is answered as owned by no profile, which the real host also reports. With
 ``dedupe=True`` an event already held is not recorded again but kept in ``duplicates``, keyed as the real host
-keys repeats (``ishiki_host.runtime.repeats.event_identity``). ``capture=False`` records attachments as given.
+keys repeats (``ishiki_host.channels.repeats.event_identity``). ``capture=False`` records attachments as given.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ishiki_host.channels.events import Attachment
+from ishiki_host.channels.repeats import event_identity
 from ishiki_host.core.clock import Clock, FakeClock
-from ishiki_host.runtime.events import Attachment
-from ishiki_host.runtime.repeats import event_identity
-from ishiki_host.runtime.resources import AssetFetchers, Blob, RuntimeResources, create_runtime_resources
+from ishiki_host.resources import AssetFetchers, Blob, RuntimeResources, create_runtime_resources
 
 if TYPE_CHECKING:
     from ishiki_host.channels.base import InboundAttachment
-    from ishiki_host.runtime.events import IshikiEvent
+    from ishiki_host.channels.events import IshikiEvent
 
 __all__ = ["FakeChannelHost", "FakeDelivery"]
 

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from ishiki_host.channels.base import SendResult
+from ishiki_host.channels.base import Channel, SendResult
+from ishiki_host.channels.events import IshikiEvent, Quote, User
 from ishiki_host.channels.split import split_message
-from ishiki_host.plugins.base import Channel
-from ishiki_host.runtime.events import IshikiEvent, Quote, User
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus

@@ -34,13 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ishiki_host.addresses.keys import RuntimeKey
+from ishiki_host.channels.events import parse_sid
+from ishiki_host.commands import builtin_commands
 from ishiki_host.config.profile_types import Profile
 from ishiki_host.core.clock import Clock, FakeClock
 from ishiki_host.core.hooks import AgentHooks
 from ishiki_host.core.messages import Message
-from ishiki_host.runtime.events import parse_sid
-from ishiki_host.runtime.parts import EngineUse, HostServices, ProfileParts
-from ishiki_host.runtime.paths import RuntimeKey
+from ishiki_host.runtime.parts import EngineUse, ProfileParts, SharedParts
 from ishiki_host.runtime.runtime import AgentRuntime
 from ishiki_host.testing.channels import FakeConnection
 
@@ -119,7 +120,7 @@ class RuntimeHarness(AgentRuntime):
         platform, self_id = parse_sid(sid)
         self.channel = FakeConnection(platform=platform, self_id=self_id)
         self._models = dict(models or {})
-        host = HostServices(
+        host = SharedParts(
             clock=clock or FakeClock(),
             config_dir=home,
             data_dir=home,
@@ -128,6 +129,7 @@ class RuntimeHarness(AgentRuntime):
             services=dict(services or {}),
             seed=seed,
             shutdown_grace=shutdown_grace,
+            commands=builtin_commands(),
         )
         parts = ProfileParts(
             profile=profile,

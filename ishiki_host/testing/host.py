@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.clock import Clock, FakeClock
-from ishiki_host.runtime.host import Host
+from ishiki_host.host.host import Host
 from ishiki_host.testing.channels import FakeChannel, FakeConnection
 from ishiki_host.testing.engines import EveryMessageWakeup, PassthroughToolcall, PlainContext
 from ishiki_host.testing.registry import registry_with

@@ -22,23 +22,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.commands import CommandTable, Invocation, builtin_commands, run_command
+from ishiki_host.channels.events import IshikiEvent, User
+from ishiki_host.commands import builtin_commands
 from ishiki_host.config.profile_types import ExtensionUse, Profile
 from ishiki_host.core.clock import Clock, FakeClock
 from ishiki_host.core.model import ModelRequest, ModelResult
-from ishiki_host.memory.store import MemoryStore
-from ishiki_host.memory.summarizer import Summarizer
-from ishiki_host.runtime.events import IshikiEvent, User
+from ishiki_host.plugins.commands import CommandTable
+from ishiki_host.runtime.command_runner import run_command
+from ishiki_host.runtime.gate import Invocation
+from ishiki_host.sessions.summarizer import Summarizer
+from ishiki_host.store.memory_store import MemoryStore
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.models import FunctionModel, reply
 
 if TYPE_CHECKING:
-    from ishiki_host.commands.dispatch import CommandResult
     from ishiki_host.core.hooks import AgentHooks
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.core.turns import TurnOutcome
-    from ishiki_host.memory.sessions import SessionManager
+    from ishiki_host.runtime.command_runner import CommandResult
+    from ishiki_host.sessions.manager import SessionManager
 
 __all__ = ["SessionRig", "StaticHostView", "inbound_data"]
 

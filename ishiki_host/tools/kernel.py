@@ -14,24 +14,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ishiki_host.addresses.ids import Target
 from ishiki_host.core.tools import Tool, ToolResult
 
 if TYPE_CHECKING:
+    from ishiki_host.channels.base import SendResult
     from ishiki_host.core.tools import ToolContext
 
 __all__ = [
     "FINISH_DESCRIPTION",
     "FINISH_PARAMETERS",
+    "OPEN_TOOLS",
     "SEND_DESCRIPTION",
     "SEND_PARAMETERS",
     "WAIT_DESCRIPTION",
     "WAIT_PARAMETERS",
     "Outbox",
-    "SendOutcome",
-    "Target",
     "WaitPlanner",
     "make_finish_tool",
     "make_send_message_tool",
@@ -51,32 +51,10 @@ WAIT_DESCRIPTION = (
     "End this turn and be woken again once `messages` new messages have arrived, or `seconds` have passed "
     "(whichever comes first when both are given). It fires once; any new turn before that cancels it."
 )
+OPEN_TOOLS = frozenset({"send_message", "finish", "wait", "read"})
+"""Kernel tools open to every level and never switched off: an untrusted sender still gets an answer."""
 MAX_WAIT_MESSAGES = 1_000
 MAX_WAIT_SECONDS = 7 * 24 * 3600
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where a message goes: ``platform:selfId`` and a channel id."""
-
-    sid: str
-    channel_id: str
-
-    def __str__(self) -> str:
-        return f"{self.sid} {self.channel_id}"
-
-
-@dataclass(frozen=True, slots=True)
-class SendOutcome:
-    """What an ``Outbox.send`` did: the platform ids of every part sent, and the error that stopped it."""
-
-    ids: tuple[str, ...] = ()
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Every message went out."""
-        return self.error is None
 
 
 class Outbox(Protocol):
@@ -87,7 +65,7 @@ class Outbox(Protocol):
         """Whether calls must name a target (cross mode)."""
         ...
 
-    async def send(self, messages: Sequence[str], target: Target | None, reply_to: str | None) -> SendOutcome:
+    async def send(self, messages: Sequence[str], target: Target | None, reply_to: str | None) -> SendResult:
         """Send ``messages`` in order; stop at the first failure and say what went out before it."""
         ...
 

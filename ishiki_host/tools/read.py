@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.tools import Tool, ToolResult
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources.paging import (
+from ishiki_host.resources.paging import (
     page_lines,
     parse_line_fragment,
     parse_line_selector,
@@ -25,7 +25,7 @@ from ishiki_host.runtime.resources.paging import (
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import ToolContext, TrustLevel
-    from ishiki_host.runtime.resources.center import ReadResult, ResourceCenter
+    from ishiki_host.resources.center import ReadResult, ResourceCenter
 
 __all__ = [
     "READ_DESCRIPTION",

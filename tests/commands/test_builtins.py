@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from ishiki_host import hookimpl
-from ishiki_host.commands import Command, CommandContext, enabled_extensions, enabled_tools
 from ishiki_host.core.tools import Tool, ToolContext, TrustLevel
 from ishiki_host.errors import CommandError, StoreError
+from ishiki_host.plugins.commands import Command, CommandContext
+from ishiki_host.runtime.switches import enabled_extensions, enabled_tools
 from ishiki_host.testing.models import FunctionModel, reply
 from ishiki_host.testing.sessions import SessionRig, StaticHostView
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ishiki_host.commands import Command, CommandContext, CommandTable, builtin_commands, render_help
+from ishiki_host.commands import builtin_commands, render_help
 from ishiki_host.errors import CommandError
+from ishiki_host.plugins.commands import Command, CommandContext, CommandTable
 
 
 async def noop(ctx: CommandContext, args: str) -> str:

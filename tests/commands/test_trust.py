@@ -10,8 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ishiki_host.commands.trust import (
-    OPEN_TOOLS,
+from ishiki_host.config.profile_types import TrustConfig
+from ishiki_host.core.agent import Agent
+from ishiki_host.core.entries import Entry
+from ishiki_host.core.factlog import FactLog
+from ishiki_host.core.tools import TRUST_ORDER, Tool, ToolContext, TrustLevel
+from ishiki_host.core.turns import Turn, TurnSetup
+from ishiki_host.runtime.trust import (
     Refusals,
     TrustPolicy,
     entry_sender,
@@ -21,13 +26,8 @@ from ishiki_host.commands.trust import (
     sender_key,
     tools_for,
 )
-from ishiki_host.config.profile_types import TrustConfig
-from ishiki_host.core.agent import Agent
-from ishiki_host.core.entries import Entry
-from ishiki_host.core.factlog import FactLog
-from ishiki_host.core.tools import TRUST_ORDER, Tool, ToolContext, TrustLevel
-from ishiki_host.core.turns import Turn, TurnSetup
 from ishiki_host.testing.models import ScriptedModel, reply, tool_call
+from ishiki_host.tools.kernel import OPEN_TOOLS
 
 LEVELS: list[TrustLevel] = ["untrusted", "trusted", "owner"]
 LISTED = TrustConfig(owners=("telegram:1",), trusted=("telegram:2", "whatsapp:3"))

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from ishiki_host.channels.events import Attachment, IshikiEvent, Quote, User
 from ishiki_host.core.messages import Message
-from ishiki_host.runtime.events import Attachment, IshikiEvent, Quote, User
 
 Inbound = Callable[..., dict[str, Any]]
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from ishiki_host import errors
+from ishiki_host.channels.events import Attachment, IshikiEvent, Quote, User
 from ishiki_host.errors import EventInvalid
-from ishiki_host.runtime.events import Attachment, IshikiEvent, Quote, User
 from ishiki_host.testing import Reply, ScriptedCall, TestHost
 
 PROFILE = "model: default\nchannels:\n  fake:bot: ['*', '!group:-666']\n"

@@ -27,8 +27,8 @@ from ishiki_ext_workspace._config import settings_from_config
 from ishiki_ext_workspace._scheme import WorkspaceScheme
 
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources import RuntimeResources, create_runtime_resources
-from ishiki_host.runtime.resources.urls import parse_resource_url
+from ishiki_host.resources import RuntimeResources, create_runtime_resources
+from ishiki_host.resources.urls import parse_resource_url
 
 MARK = "TOPSECRET"  # in the contents of the file outside: never in a URL
 NAME = "outsider.txt"  # its name: a listing that shows it without the URL naming it lists the outside

@@ -24,7 +24,7 @@ from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.messages import ToolCall
 from ishiki_host.errors import ModelUnavailable
 from ishiki_host.heartbeat import HeartbeatScheduler, HeartbeatService
-from ishiki_host.memory import Beat, MemoryStore
+from ishiki_host.store import Beat, MemoryStore
 from ishiki_host.testing import TestHost
 
 # Every wait in these tests is for an event; this bound only turns a hang into a failure.

@@ -15,7 +15,7 @@ from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import HeartbeatInvalid
 from ishiki_host.heartbeat import BeatFileWatcher, parse_beat_file, sync_from_file
 from ishiki_host.heartbeat.beatfile import HEARTBEATS_FILE
-from ishiki_host.memory import BeatSpec, BeatTarget, MemoryStore
+from ishiki_host.store import BeatSpec, BeatTarget, MemoryStore
 
 pytestmark = pytest.mark.anyio
 

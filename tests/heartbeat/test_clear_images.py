@@ -12,7 +12,7 @@ import pytest
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.heartbeat import clear_images, sync_from_file
 from ishiki_host.heartbeat.rules import CLEAR_IMAGES_ID
-from ishiki_host.memory import MemoryStore
+from ishiki_host.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
 

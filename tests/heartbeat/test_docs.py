@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ishiki_host.heartbeat import parse_beat_file, render_beats
-from ishiki_host.memory import Beat, BeatTarget
+from ishiki_host.store import Beat, BeatTarget
 
 DOC = Path(__file__).parents[2] / "docs" / "heartbeats.md"
 HERE = BeatTarget("alice", "telegram:1", "private:9")

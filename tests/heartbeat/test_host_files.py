@@ -13,9 +13,10 @@ import anyio
 import pytest
 
 from ishiki_host.channels.base import InboundAttachment
-from ishiki_host.commands import CommandTable, run_command
 from ishiki_host.heartbeat import HeartbeatInstance, next_run_for
-from ishiki_host.memory import BeatSpec, BeatTarget
+from ishiki_host.plugins.commands import CommandTable
+from ishiki_host.runtime.command_runner import run_command
+from ishiki_host.store import BeatSpec, BeatTarget
 from ishiki_host.testing import FakeOpenAIServer, RecordedRequest, Reply, ScriptedCall, TestHost, profile_yaml
 from ishiki_host.testing.host import host_yaml
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from ishiki_host.heartbeat import prompt_for
-from ishiki_host.memory import Beat, BeatTarget
+from ishiki_host.store import Beat, BeatTarget
 
 Wall = Callable[[str, str], float]
 TARGET = BeatTarget("alice", "telegram:1", "private:9")

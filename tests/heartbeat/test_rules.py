@@ -9,7 +9,7 @@ import pytest
 from ishiki_host.errors import HeartbeatInvalid
 from ishiki_host.heartbeat import check_beat, parse_duration
 from ishiki_host.heartbeat.rules import CLEAR_IMAGES_ID, FILE_RULES, TOOL_RULES
-from ishiki_host.memory import BeatSpec
+from ishiki_host.store import BeatSpec
 
 NOW_TEXT = "2024-03-01 12:00"
 

@@ -14,7 +14,7 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.heartbeat import next_run_for, sync_from_file
-from ishiki_host.memory import Beat, BeatSpec, BeatTarget, MemoryStore
+from ishiki_host.store import Beat, BeatSpec, BeatTarget, MemoryStore
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from ishiki_host.core.tools import Tool
 from ishiki_host.errors import ToolError
 from ishiki_host.heartbeat import make_beat_tools, render_beats, sync_from_file, visible_beats
 from ishiki_host.heartbeat.tools import BEAT_TOOL_NAMES
-from ishiki_host.memory import BeatTarget, MemoryStore
+from ishiki_host.store import BeatTarget, MemoryStore
 
 pytestmark = pytest.mark.anyio
 

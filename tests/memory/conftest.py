@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ishiki_host.core.clock import FakeClock
-from ishiki_host.memory import MemoryStore
+from ishiki_host.store import MemoryStore
 
 
 @pytest.fixture

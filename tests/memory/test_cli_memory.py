@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ishiki_host.memory import MemoryStore
-from ishiki_host.memory.db import connect, memory_db_files
+from ishiki_host.store import MemoryStore
+from ishiki_host.store.db import connect, memory_db_files
 
 ISHIKI = [sys.executable, "-m", "ishiki_host"]
 

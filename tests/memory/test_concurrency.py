@@ -12,13 +12,13 @@ import anyio.to_thread
 import pytest
 
 from ishiki_host.core.clock import FakeClock
-from ishiki_host.memory import MemoryStore
+from ishiki_host.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
 
 WRITER = """
 import sys, anyio
-from ishiki_host.memory import MemoryStore
+from ishiki_host.store import MemoryStore
 
 async def main(path, count):
     async with await MemoryStore.open(path) as store:

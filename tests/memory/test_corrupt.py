@@ -9,8 +9,8 @@ import anyio
 import pytest
 
 from ishiki_host.errors import StoreError
-from ishiki_host.memory import MemoryStore
-from ishiki_host.memory.db import connect, memory_db_files
+from ishiki_host.store import MemoryStore
+from ishiki_host.store.db import connect, memory_db_files
 
 
 def _filled_database(path: Path, rows: int = 2000) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import StoreError
-from ishiki_host.memory import MemoryStore
-from ishiki_host.memory.db import BUSY_TIMEOUT_MS, Database, connect, memory_db_files
+from ishiki_host.store import MemoryStore
+from ishiki_host.store.db import BUSY_TIMEOUT_MS, Database, connect, memory_db_files
 
 
 def test_connect_sets_wal_and_pragmas(db_path: Path) -> None:

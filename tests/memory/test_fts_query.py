@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ishiki_host.core.clock import FakeClock
-from ishiki_host.memory import MemoryStore
-from ishiki_host.memory.text import MAX_QUERY_TERMS, clean_text, index_text, match_query, query_terms
+from ishiki_host.store import MemoryStore
+from ishiki_host.store.text import MAX_QUERY_TERMS, clean_text, index_text, match_query, query_terms
 
 FTS_SYNTAX = [
     'tea" OR "coffee',

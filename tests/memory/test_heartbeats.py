@@ -8,7 +8,7 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import StoreError
-from ishiki_host.memory import BeatSpec, BeatTarget, MemoryStore
+from ishiki_host.store import BeatSpec, BeatTarget, MemoryStore
 
 pytestmark = pytest.mark.anyio
 

@@ -6,8 +6,8 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import StoreError
-from ishiki_host.memory import MemoryDraft, MemoryStore
-from ishiki_host.memory.repos.memory_types import MAX_LIST
+from ishiki_host.store import MemoryDraft, MemoryStore
+from ishiki_host.store.repos.memory_types import MAX_LIST
 
 pytestmark = pytest.mark.anyio
 

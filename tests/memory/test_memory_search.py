@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from ishiki_host.core.clock import FakeClock
-from ishiki_host.memory import MemoryDraft, MemoryStore
-from ishiki_host.memory.db import connect
-from ishiki_host.memory.repos.memory_search import choose_terms
+from ishiki_host.store import MemoryDraft, MemoryStore
+from ishiki_host.store.db import connect
+from ishiki_host.store.repos.memory_search import choose_terms
 
 
 def _rows(path: Path, texts: list[str]) -> None:

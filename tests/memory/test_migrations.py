@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ishiki_host.errors import StoreError
-from ishiki_host.memory.db import connect
-from ishiki_host.memory.migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, Migration
+from ishiki_host.store.db import connect
+from ishiki_host.store.migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, Migration
 
 NOTES_V1 = Migration(1, "notes", ("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)",))
 NOTES_V2 = Migration(2, "note titles", ("ALTER TABLE notes ADD COLUMN title TEXT NOT NULL DEFAULT 'untitled'",))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ishiki_host.errors import StoreError
-from ishiki_host.memory import MemoryStore
+from ishiki_host.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
 

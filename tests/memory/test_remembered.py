@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from ishiki_host.errors import StoreError
-from ishiki_host.memory.repos.remembered import Remembered
+from ishiki_host.store.repos.remembered import Remembered
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,6 @@ import pytest
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.tools import TrustLevel
-from ishiki_host.memory import MemoryStore, MemoryType
 from ishiki_host.memory.retrieval import (
     MEMORY_HEADER,
     RetrievalSettings,
@@ -17,6 +16,7 @@ from ishiki_host.memory.retrieval import (
     query_text,
     relevant_memories,
 )
+from ishiki_host.store import MemoryStore, MemoryType
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,8 @@ from ishiki_host.core.model import ModelRequest, ModelResult
 from ishiki_host.core.window import SUMMARY_HEADER, project_entries
 from ishiki_host.errors import ModelUnavailable
 from ishiki_host.memory.retrieval import memory_section
-from ishiki_host.memory.sessions import SessionManager
-from ishiki_host.memory.summarizer import Summarizer
+from ishiki_host.sessions.manager import SessionManager
+from ishiki_host.sessions.summarizer import Summarizer
 from ishiki_host.testing.models import FunctionModel, reply
 from ishiki_host.testing.sessions import SessionRig
 

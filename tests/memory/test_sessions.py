@@ -6,7 +6,7 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import StoreError
-from ishiki_host.memory import MemoryStore
+from ishiki_host.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from ishiki_host.errors import ResourceError
-from ishiki_host.memory import MemoryStore
 from ishiki_host.memory.skills import (
     SKILL_TRUST,
     SKILLS_HEADER,
@@ -20,7 +19,8 @@ from ishiki_host.memory.skills import (
     scan_skills,
     skills_section,
 )
-from ishiki_host.runtime.resources import ResourceCenter, ResourceRequest, parse_resource_url
+from ishiki_host.resources import ResourceCenter, ResourceRequest, parse_resource_url
+from ishiki_host.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
 

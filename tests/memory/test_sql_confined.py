@@ -1,4 +1,4 @@
-"""All SQL of the host lives in ``ishiki_host/memory/``: nothing else imports sqlite3 or holds SQL strings."""
+"""All SQL of the host lives in ``ishiki_host/store/``: nothing else imports sqlite3 or holds SQL strings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import ishiki_host
 
 PACKAGE = Path(ishiki_host.__file__).parent
-MEMORY = PACKAGE / "memory"
+STORE = PACKAGE / "store"
 SQL = re.compile(
     r"\b(SELECT\b[\s\S]+?\bFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|INDEX|TRIGGER|VIEW|"
     r"VIRTUAL\s+TABLE)|DROP\s+(TABLE|INDEX)|ALTER\s+TABLE|PRAGMA\s+\w+|BEGIN\s+(IMMEDIATE|EXCLUSIVE)|ROLLBACK)\b"
@@ -30,14 +30,14 @@ def _findings(path: Path) -> list[str]:
     return found
 
 
-def test_no_sql_outside_the_memory_package() -> None:
-    outside = [p for p in PACKAGE.rglob("*.py") if MEMORY not in p.parents]
+def test_no_sql_outside_the_store_package() -> None:
+    outside = [p for p in PACKAGE.rglob("*.py") if STORE not in p.parents]
     assert outside, "the scan found no modules to check"
     assert [finding for path in outside for finding in _findings(path)] == []
 
 
 def test_the_scan_does_find_the_sql_inside_it() -> None:
     """A scan that finds nothing anywhere proves nothing: it must see the repositories' SQL."""
-    inside = {path.name: _findings(path) for path in MEMORY.rglob("*.py")}
+    inside = {path.name: _findings(path) for path in STORE.rglob("*.py")}
     for name in ("memories.py", "sessions.py", "heartbeats.py", "schema_v1.py", "db.py", "plugin_settings.py"):
         assert inside[name], name

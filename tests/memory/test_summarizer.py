@@ -13,7 +13,7 @@ from ishiki_host.core.model import ModelRequest, ModelResult
 from ishiki_host.errors import ModelUnavailable
 from ishiki_host.gateway import Gateway
 from ishiki_host.gateway.failover import FailoverPolicy
-from ishiki_host.memory.summarizer import (
+from ishiki_host.sessions.summarizer import (
     CONDENSE_SYSTEM,
     MAX_MEMORY_CHARS,
     Summarizer,
@@ -22,7 +22,7 @@ from ishiki_host.memory.summarizer import (
     parse_memory_reply,
     remember_turn,
 )
-from ishiki_host.memory.transcript import render_transcript
+from ishiki_host.sessions.transcript import render_transcript
 from ishiki_host.testing import FakeOpenAIServer
 from ishiki_host.testing.models import FunctionModel, reply
 from ishiki_host.testing.sessions import SessionRig

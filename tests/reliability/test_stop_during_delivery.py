@@ -21,10 +21,10 @@ from typing import Any
 import anyio
 import pytest
 
+from ishiki_host.addresses.keys import RuntimeKey, runtime_dir
 from ishiki_host.errors import AgentStopped
 from ishiki_host.plugins.base import WakeupEngine
-from ishiki_host.runtime.paths import RuntimeKey, runtime_dir
-from ishiki_host.runtime.resume import STOP_EVENT
+from ishiki_host.runtime.tail import STOP_EVENT
 from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.host_fixtures import MakeHost
 

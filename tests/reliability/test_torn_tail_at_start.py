@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from ishiki_host.addresses.keys import RuntimeKey, runtime_dir
+from ishiki_host.channels.inbound import inbound_message
 from ishiki_host.core.factlog import FactLog
-from ishiki_host.runtime.inbound import inbound_message
-from ishiki_host.runtime.paths import RuntimeKey, runtime_dir
-from ishiki_host.runtime.resume import STOP_EVENT, needs_attention
+from ishiki_host.host.resume import needs_attention
+from ishiki_host.runtime.tail import STOP_EVENT
 from ishiki_host.testing import FakeConnection, profile_yaml
 from ishiki_host.testing.host_fixtures import MakeHost
 

@@ -9,8 +9,8 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources import RuntimeResources, create_runtime_resources
-from ishiki_host.runtime.resources.artifacts import preview
+from ishiki_host.resources import RuntimeResources, create_runtime_resources
+from ishiki_host.resources.artifacts import preview
 
 BIG = "\n".join(f"row {n}" for n in range(1, 3001))
 

@@ -12,7 +12,7 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources import AssetFetchers, AssetStore, ResourceCenter, create_runtime_resources
+from ishiki_host.resources import AssetFetchers, AssetStore, ResourceCenter, create_runtime_resources
 
 JPEG = b"\xff\xd8\xff\xe0" + bytes(range(256)) * 4
 

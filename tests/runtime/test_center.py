@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources import Resource, ResourceCenter, ResourceRequest
+from ishiki_host.resources import Resource, ResourceCenter, ResourceRequest
 
 
 @dataclass

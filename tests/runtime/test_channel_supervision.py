@@ -15,7 +15,7 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import ChannelError
-from ishiki_host.runtime.host_channels import ChannelDirectory, ChannelSpec, ChannelSupervisor
+from ishiki_host.host.connections import ChannelDirectory, ChannelSpec, ChannelSupervisor
 from ishiki_host.testing import FakeChannelHost, FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.channels import FakeChannel, FakeConnection
 from ishiki_host.testing.host import host_yaml

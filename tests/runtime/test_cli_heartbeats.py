@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from ishiki_host.memory import MemoryStore
+from ishiki_host.store import MemoryStore
 from ishiki_host.testing import FakeOpenAIServer, RecordedRequest, Reply, ScriptedCall, profile_yaml, write_config
 from ishiki_host.testing.host import models_yaml
 

@@ -13,13 +13,13 @@ import anyio
 import pytest
 
 from ishiki_host import Tool
+from ishiki_host.channels.inbound import inbound_message
 from ishiki_host.config.profile_types import CodemodeConfig, Profile, TrustConfig
 from ishiki_host.core.hooks import AgentHooks, Block
 from ishiki_host.core.messages import ToolCall
 from ishiki_host.core.model import ModelRequest
 from ishiki_host.core.tools import ToolContext, ToolResult
 from ishiki_host.core.turns import Step
-from ishiki_host.runtime.inbound import inbound_message
 from ishiki_host.testing import EveryMessageWakeup, FakeConnection, RuntimeHarness
 from ishiki_host.testing.models import ScriptedModel, reply, tool_call
 

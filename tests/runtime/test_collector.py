@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ishiki_host.runtime.collector import THRESHOLDS, tuned_collector
+from ishiki_host.host.collector import THRESHOLDS, tuned_collector
 from ishiki_host.testing import profile_yaml
 from ishiki_host.testing.host_fixtures import MakeHost
 

@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from ishiki_host.errors import ChannelError, EventInvalid
-from ishiki_host.runtime.events import (
+from ishiki_host.channels.events import (
     Attachment,
     IshikiEvent,
     Quote,
@@ -17,6 +16,7 @@ from ishiki_host.runtime.events import (
     parse_channel_id,
     parse_sid,
 )
+from ishiki_host.errors import ChannelError, EventInvalid
 
 
 def _event(**changes: object) -> IshikiEvent:

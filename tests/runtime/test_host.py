@@ -12,15 +12,15 @@ import anyio.lowlevel
 import pytest
 
 from ishiki_host import Extension, Tool, hookimpl
+from ishiki_host.addresses.keys import RuntimeKey, runtime_dir
+from ishiki_host.channels.inbound import inbound_message
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest
 from ishiki_host.errors import ChannelError
-from ishiki_host.runtime.host_channels import backoff_delay
-from ishiki_host.runtime.inbound import inbound_message
-from ishiki_host.runtime.paths import RuntimeKey, runtime_dir
-from ishiki_host.runtime.routes import reap_interval
+from ishiki_host.host.connections import backoff_delay
+from ishiki_host.host.routes import reap_interval
 from ishiki_host.testing import FakeConnection, FakeOpenAIServer, RecordedRequest, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.channels import FakeChannel
 from ishiki_host.testing.host import host_yaml

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources import ResourceCenter, create_runtime_resources
-from ishiki_host.runtime.resources.local import _read_checked
+from ishiki_host.resources import ResourceCenter, create_runtime_resources
+from ishiki_host.resources.local import _read_checked
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources.paging import (
+from ishiki_host.resources.paging import (
     LineSelector,
     page_lines,
     parse_line_fragment,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ishiki_host.addresses.keys import MAX_SEGMENT, RuntimeKey, escape_segment, runtime_dir, unescape_segment
 from ishiki_host.errors import EventInvalid
-from ishiki_host.runtime.paths import MAX_SEGMENT, RuntimeKey, escape_segment, runtime_dir, unescape_segment
 
 HOSTILE = [
     "../",

@@ -10,10 +10,10 @@ from typing import Any
 import anyio
 import pytest
 
+from ishiki_host.channels.events import IshikiEvent, User
+from ishiki_host.channels.inbound import is_inbound
+from ishiki_host.channels.repeats import RecentInbound, event_identity, source_identity
 from ishiki_host.core.factlog import FactLog
-from ishiki_host.runtime.events import IshikiEvent, User
-from ishiki_host.runtime.inbound import is_inbound
-from ishiki_host.runtime.repeats import RecentInbound, event_identity, source_identity
 from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.host_fixtures import MakeHost
 

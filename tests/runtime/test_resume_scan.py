@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ishiki_host.core.entries import Entry
-from ishiki_host.runtime.resume import STOP_EVENT, scan_tail
+from ishiki_host.runtime.tail import STOP_EVENT, scan_tail
 
 SOURCE = {"platform": "telegram", "selfId": "1", "channelId": "private:7", "messageId": "m"}
 

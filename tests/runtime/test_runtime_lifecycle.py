@@ -11,6 +11,8 @@ import anyio
 import pytest
 
 from ishiki_host import hookimpl
+from ishiki_host.addresses.keys import RuntimeKey
+from ishiki_host.channels.inbound import inbound_message
 from ishiki_host.config.profile_types import ExtensionUse, Profile
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.entries import Entry
@@ -18,9 +20,7 @@ from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest, ModelResult
 from ishiki_host.errors import RuntimeStartFailed
-from ishiki_host.runtime.inbound import inbound_message
-from ishiki_host.runtime.parts import EngineUse, HostServices, ProfileParts
-from ishiki_host.runtime.paths import RuntimeKey
+from ishiki_host.runtime.parts import EngineUse, ProfileParts, SharedParts
 from ishiki_host.runtime.runtime import AgentRuntime
 from ishiki_host.testing import EveryMessageWakeup, FakeConnection, RuntimeHarness
 from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
@@ -227,7 +227,7 @@ async def test_a_failed_start_is_reported_and_releases_the_log(tmp_path: Path) -
         wakeup=EngineUse("recording", RecordingWakeup(events)),
         extensions=((ExtensionUse("boom"), Exploding()),),
     )
-    host = HostServices(FakeClock(), tmp_path, tmp_path, outlets=Nowhere(), models=lambda ref: ScriptedModel([]))
+    host = SharedParts(FakeClock(), tmp_path, tmp_path, outlets=Nowhere(), models=lambda ref: ScriptedModel([]))
     runtime = AgentRuntime(RuntimeKey.for_channel("ana", "console:local", "private:local"), parts, host)
     async with anyio.create_task_group() as tg:
         with pytest.raises(RuntimeStartFailed, match="extension 'boom' failed to create its instance: no config"):

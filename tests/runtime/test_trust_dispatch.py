@@ -15,8 +15,8 @@ from ishiki_host.config.profile_types import Profile, ResourcesConfig, TrustConf
 from ishiki_host.core.model import ModelRequest, ModelResult
 from ishiki_host.core.tools import Tool, ToolContext
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources import Resource, ResourceCenter, ResourceRequest, parse_resource_url
-from ishiki_host.runtime.resources.artifacts import ArtifactStore
+from ishiki_host.resources import Resource, ResourceCenter, ResourceRequest, parse_resource_url
+from ishiki_host.resources.artifacts import ArtifactStore
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.models import FunctionModel, reply, tool_call
 

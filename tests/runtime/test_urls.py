@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources.urls import format_resource_url, parse_resource_url
+from ishiki_host.resources.urls import format_resource_url, parse_resource_url
 
 
 def test_parts_of_a_url() -> None:

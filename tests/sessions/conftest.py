@@ -26,8 +26,8 @@ from typing import Any
 import anyio
 import pytest
 
-from ishiki_host.memory.summarizer import CONDENSE_SYSTEM, SUMMARY_SYSTEM
 from ishiki_host.runtime.runtime import AgentRuntime
+from ishiki_host.sessions.summarizer import CONDENSE_SYSTEM, SUMMARY_SYSTEM
 from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.host import TestHost, host_yaml, models_yaml
 from ishiki_host.testing.http_server import RecordedRequest, Response

@@ -11,11 +11,11 @@ import anyio
 import pytest
 
 from ishiki_host import hookimpl
-from ishiki_host.commands import Command, CommandContext
 from ishiki_host.core.tools import Tool, ToolContext
 from ishiki_host.heartbeat.tools import BEAT_TOOL_NAMES as BEATS
+from ishiki_host.host.delivery import RuntimeDelivery
 from ishiki_host.plugins.base import Extension
-from ishiki_host.runtime.delivery import RuntimeDelivery
+from ishiki_host.plugins.commands import Command, CommandContext
 from ishiki_host.runtime.hostview import breaker_line
 from ishiki_host.runtime.runtime import AgentRuntime
 from ishiki_host.testing import Reply, ScriptedCall

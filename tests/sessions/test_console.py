@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from ishiki_host.memory.store import MemoryStore
+from ishiki_host.store.memory_store import MemoryStore
 from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall, write_config
 from ishiki_host.testing.host import models_yaml
 

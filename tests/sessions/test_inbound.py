@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from ishiki_host.commands import REFUSAL_TEXT
-from ishiki_host.runtime.delivery import RuntimeDelivery
+from ishiki_host.host.delivery import RuntimeDelivery
+from ishiki_host.runtime.trust import REFUSAL_TEXT
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry

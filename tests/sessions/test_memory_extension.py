@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ishiki_host.host.delivery import RuntimeDelivery
 from ishiki_host.memory.overflow import AUTO_COMPACT_NOTICE, OVERFLOW_FAILED_NOTICE, RETRY_NOTICE
 from ishiki_host.memory.retrieval import MEMORY_HEADER
-from ishiki_host.runtime.delivery import RuntimeDelivery
 from ishiki_host.testing import Reply
 from ishiki_host.testing.host import models_yaml
 
 if TYPE_CHECKING:
-    from ishiki_host.memory.store import MemoryStore
     from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.store.memory_store import MemoryStore
     from ishiki_host.testing import FakeOpenAIServer
 
 pytestmark = pytest.mark.anyio

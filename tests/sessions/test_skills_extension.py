@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
+from ishiki_host.host.delivery import RuntimeDelivery
 from ishiki_host.memory.skills import SKILLS_HEADER
-from ishiki_host.runtime.delivery import RuntimeDelivery
 from ishiki_host.testing import Reply, ScriptedCall
 
 if TYPE_CHECKING:

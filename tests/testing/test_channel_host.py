@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from ishiki_host.channels.base import ChannelHost, Delivery, InboundAttachment
+from ishiki_host.channels.events import IshikiEvent, User
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.errors import ChannelError
-from ishiki_host.runtime.events import IshikiEvent, User
 from ishiki_host.testing import FakeChannelHost
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,7 @@ import pytest
 from ishiki_host.core.messages import ToolCall
 from ishiki_host.core.tools import ToolResult
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources import RuntimeResources, create_runtime_resources
+from ishiki_host.resources import RuntimeResources, create_runtime_resources
 from ishiki_host.tools import make_read_tool
 from ishiki_host.tools.read import parse_read_arguments
 

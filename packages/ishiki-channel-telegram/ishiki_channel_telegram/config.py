@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ishiki_host.channels.events import parse_channel_id
 from ishiki_host.errors import HostConfigInvalid
-from ishiki_host.runtime.events import parse_channel_id
 from jsonschema import Draft202012Validator
 
 __all__ = ["ACCOUNT_SCHEMA", "DEFAULT_ALLOWED_UPDATES", "TELEGRAM_GETFILE_LIMIT", "TelegramAccount"]

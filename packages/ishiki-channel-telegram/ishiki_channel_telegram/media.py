@@ -19,7 +19,7 @@ from ishiki_host.errors import ResourceError
 from ishiki_channel_telegram.errors import TelegramBadRequest, TelegramError
 
 if TYPE_CHECKING:
-    from ishiki_host.runtime.resources import AssetFetcher
+    from ishiki_host.resources import AssetFetcher
 
     from ishiki_channel_telegram.api import BotAPI
 

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ishiki_host.channels.base import SendResult
+from ishiki_host.channels.events import parse_channel_id
 from ishiki_host.channels.split import split_message, utf16_len
 from ishiki_host.errors import EventInvalid
-from ishiki_host.runtime.events import parse_channel_id
 
 from ishiki_channel_telegram.errors import (
     TelegramBadRequest,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import anyio
 from ishiki_host import hookimpl
 from ishiki_host.plugins.base import Extension
-from ishiki_host.runtime.resources import format_resource_url
+from ishiki_host.resources import format_resource_url
 
 from ishiki_ext_mcp.config import MCP_FILE, MCPConfig, load_mcp_config
 from ishiki_ext_mcp.manager import MCPManager

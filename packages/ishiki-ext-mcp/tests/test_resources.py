@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ishiki_host.errors import ResourceError
-from ishiki_host.runtime.resources import ResourceRequest, parse_resource_url
+from ishiki_host.resources import ResourceRequest, parse_resource_url
 
 from ishiki_ext_mcp import resource_url
 from ishiki_ext_mcp.resources import MCPResources

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ishiki_ext_workspace._config import Settings
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.tools import ToolContext, ToolHandler, TrustLevel
-    from ishiki_host.runtime.resources import ResourceCenter
+    from ishiki_host.resources import ResourceCenter
 
 __all__ = ["PARAMETERS", "WorkspaceTools"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ishiki_host.channels.events import Attachment, Quote, User
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.messages import ImagePart, Message, ToolCall
 from ishiki_host.core.window import project_entries
 from ishiki_host.engines.context._render import Renderer
-from ishiki_host.runtime.events import Attachment, Quote, User
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
+from ishiki_host.channels.events import Quote, User
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.hooks import AgentHooks, Stop
@@ -19,7 +20,6 @@ from ishiki_host.core.turns import Step
 from ishiki_host.engines.wakeup.standard import KeywordMatcher, StandardWakeup, StandardWakeupEngine, wake_rule
 from ishiki_host.errors import ConfigError
 from ishiki_host.plugins.runtime_api import WakeupEngineInstance
-from ishiki_host.runtime.events import Quote, User
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
 

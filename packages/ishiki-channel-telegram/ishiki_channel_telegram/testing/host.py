@@ -13,8 +13,8 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ishiki_host.channels.repeats import event_identity
 from ishiki_host.core.clock import SystemClock
-from ishiki_host.runtime.repeats import event_identity
 from ishiki_host.testing.channel_host import FakeChannelHost, FakeDelivery
 
 if TYPE_CHECKING:

@@ -1,0 +1,100 @@
+"""Heartbeats on a running host: the one ``HeartbeatService``, its runner, and target checks on the routes.
+
+``start_heartbeats`` runs after the profiles are active and the channels started (a beat a restart made late
+may run at once, and should find its channel up). It needs the memory store (``services["memory"]``) and an
+installed ``ishiki.ext.heartbeat``; it puts the service in ``services["heartbeats"]`` for the extension.
+
+- **Targets** (``RouteTargets``): the route table is asked which active profile claims the target's chat;
+  it must be the profile the target names, with heartbeats on (``heartbeat.targets.target_refusal``).
+- **Beats without a target** run as the persona that made them (its model, its persona as the system
+  prompt); a beat from ``heartbeats.json`` (or whose maker is no longer active) runs on ``heartbeat.model`` of
+  ``ishiki.yaml``; with neither, its run fails and says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ishiki_host.config.services import EXTENSION_GROUP, service_name
+from ishiki_host.errors import BeatRunFailed
+from ishiki_host.heartbeat.extension import SERVICE
+from ishiki_host.heartbeat.runner import HostBeatRunner
+from ishiki_host.heartbeat.service import HeartbeatService
+from ishiki_host.heartbeat.targets import HEARTBEAT_EXTENSION, target_refusal
+from ishiki_host.host.memory_db import MEMORY_SERVICE
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from ishiki_host.core.model import LanguageModel
+    from ishiki_host.host.host import Host
+    from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.store.memory_store import MemoryStore
+    from ishiki_host.store.repos.beat_types import Beat, BeatTarget
+
+__all__ = ["HostBeats", "RouteTargets", "start_heartbeats"]
+
+logger = logging.getLogger("ishiki_host.host")
+
+
+class RouteTargets:
+    """The host's ``TargetValidator``: the active profile named by a target must claim its chat."""
+
+    def __init__(self, host: Host):
+        self._host = host
+
+    def __call__(self, target: BeatTarget) -> str | None:
+        """``None`` when the target is fine, else why not."""
+        route = self._host.routes.lookup(target.sid, target.channel)
+        config = self._host.config
+        known = (p.id for p in config.profiles)
+        return target_refusal(target, route.profile if route else None, config.profile(target.profile), known)
+
+
+class HostBeats:
+    """What the beat runner needs of the host (``heartbeat.runner.BeatHost``)."""
+
+    def __init__(self, host: Host):
+        self._host = host
+
+    async def runtime_for(self, profile_id: str, sid: str | None = None, channel_id: str | None = None) -> AgentRuntime:
+        """The runtime at a target (spawned if needed)."""
+        return await self._host.runtime_for(profile_id, sid, channel_id)
+
+    def background_model(self, beat: Beat) -> tuple[LanguageModel, str | None]:
+        """The maker's model and persona, else ``heartbeat.model`` (see the module docstring)."""
+        maker = (beat.created_by or "").partition("/")[0]
+        route = self._host.routes.get(maker) if maker else None
+        if route is not None:
+            return route.parts.model, route.profile.persona
+        ref = self._host.config.host.heartbeat.model
+        if ref:
+            return self._host.host_services.models(ref), None
+        who = f"profile {maker!r}, which made it, is not running and " if maker else ""
+        raise BeatRunFailed(f"the beat has no target, {who}ishiki.yaml sets no heartbeat.model to run it on")
+
+
+async def start_heartbeats(host: Host, tg: TaskGroup) -> HeartbeatService | None:
+    """Start the host's heartbeat service in ``tg``; ``None`` when heartbeats cannot run (logged)."""
+    config = host.config
+    if config.registry.plugin(service_name(EXTENSION_GROUP, HEARTBEAT_EXTENSION)) is None:
+        logger.info("heartbeats are off: ishiki.ext.heartbeat is not installed")
+        return None
+    store: MemoryStore | None = host.services.get(MEMORY_SERVICE)
+    if store is None:
+        logger.warning("heartbeats are off: the memory database is not open")
+        return None
+    service = HeartbeatService(
+        store,
+        HostBeatRunner(HostBeats(host)),
+        config_dir=host.root,
+        data_dir=config.host.data_dir,
+        default_tz=config.host.timezone,
+        clock=host.clock,
+        target_validator=RouteTargets(host),
+        catch_up_seconds=config.host.heartbeat.catch_up_seconds,
+    )
+    host.services[SERVICE] = service
+    await tg.start(service.serve)
+    return service

@@ -1,0 +1,401 @@
+"""``Host``: a config directory, running. An async context manager that owns the host's task group::
+
+    async with Host(Path("mybot")) as host:
+        await host.wait_stop_requested()      # a signal handler or the console calls host.request_stop()
+
+Entering loads the config dir (unless one is given), builds the model gateway, opens the memory database
+(``services["memory"]``; ``ishiki_host.host.memory_db``), activates every ready profile (a route with its
+own task group), starts the channels their claims need (each under a supervisor that restarts it with
+back-off), starts the heartbeat scheduler (``services["heartbeats"]``; ``ishiki_host.host.beats``),
+and polls the config files (the skills folder and ``heartbeats.json`` too) for hot reload. While it runs, the
+garbage collector's youngest threshold is raised (``ishiki_host.host.collector``). ``dispatch`` (what
+channels call) routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
+more input, turns get the grace to finish, every runtime stops its extensions and closes its log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ishiki_host.addresses.keys import RuntimeKey
+from ishiki_host.commands import builtin_commands
+from ishiki_host.core.clock import Clock, SystemClock
+from ishiki_host.errors import AgentStopped, ChannelError, RuntimeStartFailed
+from ishiki_host.host.beats import start_heartbeats
+from ishiki_host.host.collector import tuned_collector
+from ishiki_host.host.connections import ChannelDirectory
+from ishiki_host.host.delivery import RuntimeDelivery, Unrouted
+from ishiki_host.host.memory_db import HostMemory
+from ishiki_host.host.resume import resume_routes
+from ishiki_host.host.routes import ProfileRoute, RouteTable
+from ishiki_host.host.setup import (
+    ChannelSet,
+    GatewaySet,
+    ReloadReport,
+    log_config_problems,
+    log_profile_state,
+)
+from ishiki_host.host.watch import Snapshot, snapshot, watch
+from ishiki_host.plugins.configdir import load_config_dir
+from ishiki_host.plugins.discovery import discover
+from ishiki_host.runtime.parts import ProviderCache, SharedParts, profile_parts
+
+if TYPE_CHECKING:
+    import httpx
+    from anyio.abc import TaskGroup
+
+    from ishiki_host.channels.base import Delivery, InboundAttachment
+    from ishiki_host.channels.events import IshikiEvent
+    from ishiki_host.heartbeat.service import HeartbeatService
+    from ishiki_host.plugins.activation import ProfileState
+    from ishiki_host.plugins.configdir import ConfigDir
+    from ishiki_host.plugins.discovery import PluginRegistry
+    from ishiki_host.runtime.runtime import AgentRuntime
+
+__all__ = ["PID_FILE", "Host", "ReloadReport"]
+
+logger = logging.getLogger("ishiki_host.host")
+
+PID_FILE = "ishiki.pid"
+
+
+class Host:
+    """A running config directory (see the module docstring)."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        config: ConfigDir | None = None,
+        registry: Callable[[], PluginRegistry] | None = None,
+        clock: Clock | None = None,
+        seed: int | None = None,
+        env: Mapping[str, str] | None = None,
+        reload_interval: float | None = None,
+        shutdown_grace: float | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
+        self.root = Path(root)
+        self._given = config
+        self._discover = registry or discover
+        self.clock: Clock = clock or SystemClock()
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self._env = env
+        self._reload_interval = reload_interval
+        self._grace = shutdown_grace
+        self._transport = transport
+        self.routes = RouteTable()
+        self.directory = ChannelDirectory()
+        self.providers = ProviderCache()
+        self.services: dict[str, Any] = {"runtimes": self}
+        self.memory = HostMemory(self.root, self.clock)
+        self._stack = AsyncExitStack()
+        self._stop_requested = anyio.Event()
+        self._resumed = anyio.Event()
+        self._resuming = False
+        self._stopping = False
+        self._reload_lock = anyio.Lock()
+        self._classes: dict[str, tuple[object, ...]] = {}
+        self._config: ConfigDir | None = None
+        self._gateways: GatewaySet | None = None
+        self._channels: ChannelSet | None = None
+        self._host_services: SharedParts | None = None
+        self._tg: TaskGroup | None = None
+        self.heartbeats: HeartbeatService | None = None
+
+    # -- state ------------------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> ConfigDir:
+        """The config directory as last loaded."""
+        assert self._config is not None, "enter the host first (async with Host(...))"
+        return self._config
+
+    @property
+    def gateways(self) -> GatewaySet:
+        """The model gateway and the profiles' model slots."""
+        assert self._gateways is not None, "enter the host first"
+        return self._gateways
+
+    @property
+    def channels(self) -> ChannelSet:
+        """The channel supervisors."""
+        assert self._channels is not None, "enter the host first"
+        return self._channels
+
+    @property
+    def host_services(self) -> SharedParts:
+        """What the host's runtimes share."""
+        assert self._host_services is not None, "enter the host first"
+        return self._host_services
+
+    def channel(self, sid: str) -> Any:
+        """The running connection of ``platform:selfId``, if any."""
+        return self.directory.connection(sid)
+
+    def status(self) -> dict[str, Any]:
+        """A JSON snapshot: profiles, routes and their runtimes, channels, the gateway."""
+        return {
+            "profiles": {p.id: p.state for p in self.config.profiles},
+            "routes": {r.profile.id: sorted(str(k) for k in r.runtimes) for r in self.routes},
+            "channels": self.channels.status(),
+            "gateway": self.gateways.gateway.status(),
+        }
+
+    # -- entering and leaving ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Host:
+        try:
+            await self._start()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _start(self) -> None:
+        self._stack.enter_context(tuned_collector())
+        config = self._given if self._given is not None else await anyio.to_thread.run_sync(self._load)
+        self._config = config
+        log_config_problems(config)
+        host = config.host
+        grace = self._grace if self._grace is not None else host.shutdown_grace_seconds
+        host.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_pid(host.data_dir)
+        self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root)
+        self._gateways.build(config)
+        self.services["timezone"] = host.timezone
+        await self.memory.open(host.data_dir, host.memory, self.services)
+        self._host_services = SharedParts(
+            clock=self.clock,
+            config_dir=self.root,
+            data_dir=host.data_dir,
+            outlets=self.directory,
+            models=self._gateways.live_model,
+            services=self.services,
+            fsync=host.fsync,
+            seed=self.seed,
+            shutdown_grace=grace,
+            commands=builtin_commands(),
+        )
+        tg = self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._channels = ChannelSet(self, tg)
+        for state in config.profiles:
+            log_profile_state(state)
+            if state.state == "ready" and state.profile is not None:
+                await self._activate(state)
+        await self._channels.reconcile()
+        self.heartbeats = await start_heartbeats(self, tg)
+        self._resuming = True
+        tg.start_soon(self._resume_unfinished)
+        interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
+        if interval > 0:
+            tg.start_soon(watch, self.clock, interval, self._snapshot, self.reload, await self._snapshot(), self._tick)
+
+    def _load(self) -> ConfigDir:
+        return load_config_dir(self.root, env=self._env, registry=self._discover())
+
+    async def close(self) -> None:
+        """Stop everything (idempotent): no more input, turns finish within the grace, logs close."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self._stop_requested.set()
+        if self.heartbeats is not None:
+            self.heartbeats.stop()  # no beat starts on a runtime that is about to stop
+        with anyio.CancelScope(shield=True):
+            if self._resuming and self._host_services is not None:
+                with anyio.move_on_after(self._host_services.shutdown_grace):
+                    await self._resumed.wait()  # runtimes resumed at start get to finish what they owe, too
+            async with anyio.create_task_group() as tg:
+                for route in self.routes:
+                    tg.start_soon(self._stop_route, route, "shutdown")
+            if self._channels is not None:
+                self._channels.stop_all()
+                self._channels.tg.cancel_scope.cancel()
+        await self._stack.aclose()  # leaves the host's task group (entered at the same nesting level)
+        with anyio.CancelScope(shield=True):
+            await self.memory.aclose()
+            if self._gateways is not None:
+                await self._gateways.aclose()
+            if self._config is not None:
+                self._remove_pid(self._config.host.data_dir)
+
+    async def _stop_route(self, route: ProfileRoute, reason: str) -> None:
+        try:
+            await route.stop(reason)
+        except Exception:
+            logger.exception("stopping profile %s failed", route.profile.id)
+
+    def request_stop(self, reason: str = "requested") -> None:
+        """Ask the host to stop; ``wait_stop_requested`` returns (the owner then leaves the ``async with``)."""
+        if not self._stop_requested.is_set():
+            logger.info("stopping: %s", reason)
+        self._stop_requested.set()
+
+    async def wait_stop_requested(self) -> None:
+        """Until ``request_stop`` (or ``close``) was called."""
+        await self._stop_requested.wait()
+
+    def _write_pid(self, data_dir: Path) -> None:
+        try:
+            (data_dir / PID_FILE).write_text(f"{os.getpid()}\n", encoding="utf-8")
+        except OSError as exc:
+            logger.warning("could not write %s: %s (`ishiki reload` will not find this host)", PID_FILE, exc)
+
+    def _remove_pid(self, data_dir: Path) -> None:
+        path = data_dir / PID_FILE
+        try:
+            if path.read_text(encoding="utf-8").strip() == str(os.getpid()):
+                path.unlink()
+        except OSError:
+            pass
+
+    # -- profiles ---------------------------------------------------------------------------------------
+
+    @property
+    def _group(self) -> TaskGroup:
+        assert self._tg is not None, "enter the host first"
+        return self._tg
+
+    async def _activate(self, state: ProfileState) -> None:
+        profile = state.profile
+        assert profile is not None
+        config = self.config
+        model = self.gateways.slot(profile)
+        parts = profile_parts(profile, model, config.models, config.registry, self.providers)
+        route = ProfileRoute(parts, self.host_services, idle_seconds=config.host.runtime_idle_seconds)
+        await self._group.start(route.run)
+        self._classes[profile.id] = _classes(state, config.registry)
+        old = self.routes.put(route)
+        if old is not None:
+            self._group.start_soon(self._stop_route, old, "reload")
+
+    def deactivate(self, profile_id: str, reason: str) -> bool:
+        """Take a profile out of service (its runtimes stop in the background); whether it was active."""
+        route = self.routes.remove(profile_id)
+        self._classes.pop(profile_id, None)
+        if route is None:
+            return False
+        self._group.start_soon(self._stop_route, route, reason)
+        return True
+
+    async def reload(self) -> ReloadReport:
+        """Load the config dir again and apply what changed (see ``ishiki_host.host.setup``)."""
+        async with self._reload_lock:
+            if self._stopping or self._channels is None:
+                return ReloadReport()  # not started (yet), or stopping
+            new = await anyio.to_thread.run_sync(self._load)
+            await self.memory.poll()
+            old, report = self.config, ReloadReport()
+            log_config_problems(new, only_new_against=old)
+            rebuilt = self.gateways.rebuild_if_changed(old, new)
+            report.gateway_rebuilt = rebuilt
+            self._config = new
+            self._apply_host_settings(old, new)
+            for state in new.profiles:
+                await self._reload_profile(state, old, rebuilt, report)
+            for pid in [r.profile.id for r in self.routes if new.profile(r.profile.id) is None]:
+                if self.deactivate(pid, "removed"):
+                    logger.info("profile %s was removed; its runtimes stop", pid)
+                    report.stopped.append(pid)
+            await self.channels.reconcile()
+            if self.heartbeats is not None:  # targets may have gained or lost their profile
+                await self.heartbeats.poll(force=True)
+            return report
+
+    def _apply_host_settings(self, old: ConfigDir, new: ConfigDir) -> None:
+        """Settings of ishiki.yaml a running host can take (channels are reconciled separately)."""
+        for route in self.routes:
+            route.idle_seconds = new.host.runtime_idle_seconds
+        fixed = ("data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds", "timezone")
+        changed = [name for name in fixed if getattr(old.host, name) != getattr(new.host, name)]
+        if changed:
+            logger.warning("ishiki.yaml: %s take effect at the next start", ", ".join(changed))
+
+    async def _reload_profile(self, state: ProfileState, old: ConfigDir, rebuilt: bool, report: ReloadReport) -> None:
+        route = self.routes.get(state.id)
+        previous = old.profile(state.id)
+        if previous is None or previous.state != state.state or previous.errors != state.errors:
+            log_profile_state(state)
+        if state.state != "ready" or state.profile is None:
+            if self.deactivate(state.id, "reload"):
+                report.stopped.append(state.id)
+            return
+        changed = route is None or route.profile != state.profile
+        changed = changed or self._classes.get(state.id) != _classes(state, self.config.registry)
+        changed = changed or (rebuilt and self.gateways.resolution_changed(state.profile, old, self.config))
+        if changed:
+            await self._activate(state)
+            report.activated.append(state.id)
+            logger.info("profile %s (re)activated", state.id)
+
+    async def _resume_unfinished(self) -> None:
+        """Spawn the runtimes the host left without a clean stop, so they decide on what they owe now."""
+        try:
+            await resume_routes(list(self.routes), self.config.host.data_dir)
+        finally:
+            self._resumed.set()
+
+    async def _tick(self) -> None:
+        """Every reload tick: sync ``heartbeats.json`` if it changed."""
+        if self.heartbeats is not None:
+            await self.heartbeats.poll()
+
+    async def _snapshot(self) -> Snapshot:
+        await self.memory.poll()  # each reload tick: skills are synced on their own, without a full reload
+        waiting = any(p.state == "waiting" for p in self.config.profiles)
+        return await anyio.to_thread.run_sync(lambda: snapshot(self.root, include_site=waiting))
+
+    # -- input ------------------------------------------------------------------------------------------
+
+    async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> Delivery:
+        """Route ``event`` to its runtime and return once it is durable (``ChannelError``: not taken)."""
+        if self._stopping:
+            raise ChannelError("the host is stopping; the event was not taken")
+        if self.directory.is_echo(event):
+            return Unrouted("echo")
+        for _ in range(2):  # a reload may swap the route under us once
+            route = self.routes.lookup(event.sid, event.channel_id)
+            if route is None:
+                logger.debug("no profile claims %s %s; event %s dropped", event.sid, event.channel_id, event.message_id)
+                return Unrouted("unclaimed")
+            try:
+                runtime, entry = await route.deliver(route.key_for(event.sid, event.channel_id), event, attachments)
+                return RuntimeDelivery(runtime, entry)
+            except AgentStopped as exc:
+                problem: Exception = exc
+            except RuntimeStartFailed as exc:
+                logger.error("%s", exc)
+                raise ChannelError(f"event {event.message_id} was not taken: {exc}") from exc
+        raise ChannelError(f"event {event.message_id} was not taken: {problem}") from problem
+
+    async def runtime_for(self, profile_id: str, sid: str | None = None, channel_id: str | None = None) -> AgentRuntime:
+        """The runtime of a profile at an address (cross mode: the profile's one runtime), spawned if needed.
+
+        Heartbeats and other host-wide services reach a persona this way (``services["runtimes"]``).
+        """
+        route = self.routes.get(profile_id)
+        if route is None:
+            raise AgentStopped(f"profile {profile_id!r} is not active")
+        if route.profile.mode == "cross":
+            return await route.runtime(RuntimeKey.for_cross(profile_id))
+        if sid is None or channel_id is None:
+            raise ValueError(f"profile {profile_id!r} runs in channel mode: give sid and channel_id")
+        return await route.runtime(route.key_for(sid, channel_id))
+
+
+def _classes(state: ProfileState, registry: PluginRegistry) -> tuple[object, ...]:
+    """The classes behind a profile's services (a reinstalled plugin gives new ones)."""
+    return tuple(registry.plugin(name) for name in state.services)

@@ -1,0 +1,108 @@
+"""Versioned migrations of the memory database.
+
+The schema version is SQLite's ``PRAGMA user_version`` (0 = empty database). It lives in the file header and
+changes inside the same transaction as the migration, so a version number can never disagree with the tables:
+an upgrade from version ``n`` runs every migration above ``n`` in order, in ONE transaction, and any failure
+leaves the file exactly as it was. ``PRAGMA application_id`` marks the file as ours, so a database of another
+program is refused instead of being "upgraded".
+
+To change the schema, append a ``Migration(version=N + 1, ...)``; never edit a released one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from ishiki_host.errors import StoreError
+from ishiki_host.store import schema_v1
+from ishiki_host.store.tx import transaction
+
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "Migration", "migrate", "schema_version"]
+
+APPLICATION_ID = 0x4953_484B  # "ISHK"
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One step: the statements that take the schema from ``version - 1`` to ``version``."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "sessions, memories (+FTS5), images, learned_skills, heartbeat (+runs), plugin_settings",
+        schema_v1.STATEMENTS,
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The version recorded in the file (``PRAGMA user_version``)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(
+    conn: sqlite3.Connection,
+    path: Path,
+    migrations: tuple[Migration, ...] = MIGRATIONS,
+    *,
+    application_id: int = APPLICATION_ID,
+) -> int:
+    """Bring the database to the newest version ``migrations`` know; returns the version it had before."""
+    _check_sequence(migrations)
+    latest = migrations[-1].version if migrations else 0
+    current = schema_version(conn)
+    _refuse_foreign(conn, path, current, application_id)
+    if current > latest:
+        raise StoreError(
+            f"{path}: the memory database has schema version {current}, newer than this ishiki-host supports "
+            f"(version {latest}); upgrade ishiki-host, or point data_dir at another directory"
+        )
+    pending = [m for m in migrations if m.version > current]
+    if pending:
+        _apply(conn, path, current, pending, application_id)
+    return current
+
+
+def _check_sequence(migrations: tuple[Migration, ...]) -> None:
+    versions = [m.version for m in migrations]
+    if versions != list(range(1, len(versions) + 1)):
+        raise StoreError(f"migrations must be numbered 1, 2, 3...; got {versions}")
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: Path, current: int, application_id: int) -> None:
+    """Another program's database has a different application id, or tables but no version of ours."""
+    app = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    if app not in (0, application_id):
+        raise StoreError(f"{path}: not an Ishiki memory database (application_id {app:#x}); point data_dir elsewhere")
+    if current == 0 and app == 0:
+        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+        if tables:
+            raise StoreError(
+                f"{path}: not an Ishiki memory database (it has {tables} tables but no schema version); "
+                "point data_dir elsewhere"
+            )
+
+
+def _apply(conn: sqlite3.Connection, path: Path, current: int, pending: list[Migration], application_id: int) -> None:
+    step = pending[0]
+    try:
+        with transaction(conn):
+            for step in pending:
+                for statement in step.statements:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {int(step.version)}")
+            conn.execute(f"PRAGMA application_id = {int(application_id)}")
+    except sqlite3.Error as exc:
+        hint = " (this Python's SQLite is built without FTS5)" if "fts5" in str(exc) else ""
+        raise StoreError(
+            f"{path}: migrating the memory database to schema version {step.version} ({step.description}) "
+            f"failed: {exc}{hint}; the file is unchanged at version {current}"
+        ) from exc
