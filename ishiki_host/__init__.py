@@ -1,63 +1,251 @@
 """Ishiki Host: run LLM personas in chat channels.
 
-This module is the public API plugins may use; everything else is internal. ``__all__`` is exact and sorted
-(a test keeps it so).
+This module is the public face plugins are written against; everything under it is internal. A channel, an
+engine, an extension or a model API needs nothing else: the plugin base classes and ``hookimpl``, the contract
+of a runtime (``RuntimeContext``, ``HostServices``, ``Sessions``, ``Command``), the channel contract
+(``ChannelHost``, ``IshikiEvent``, ``SendResult``, ``split_message``), the agent core (messages, models, tools,
+hooks, the fact log), resources, the model-API helpers and the config loaders. Test helpers are
+``ishiki_host.testing``; errors are ``ishiki_host.errors``. ``__all__`` is exact and sorted, and every name's
+``__module__`` is ``ishiki_host`` (tests keep both so); see ``docs/plugins.md``.
 """
+
+import types
 
 from ishiki_host import errors
 from ishiki_host._version import __version__
-from ishiki_host.core import (
-    Clock,
-    Entry,
-    FakeClock,
-    ImagePart,
+from ishiki_host.addresses.ids import ChannelKind, Target, channel_id, parse_channel_id, parse_sid
+from ishiki_host.addresses.keys import RuntimeKey, RuntimeMode
+from ishiki_host.channels.base import (
+    Channel,
+    ChannelConnection,
+    ChannelHost,
+    Delivery,
+    InboundAttachment,
+    OutboundFile,
+    SendResult,
+)
+from ishiki_host.channels.events import Attachment, EventKind, IshikiEvent, Quote, User
+from ishiki_host.channels.inbound import is_inbound, source_target
+from ishiki_host.channels.split import split_message, utf16_len
+from ishiki_host.config.envvars import expand_vars
+from ishiki_host.config.models import ModelSpec, ProviderConfig
+from ishiki_host.config.profile_types import Profile
+from ishiki_host.config.reference import schema_table
+from ishiki_host.config.services import PLUGIN_API_VERSION, Plugin, PluginConfig
+from ishiki_host.config.validation import did_you_mean, schema_problems, with_defaults
+from ishiki_host.config.yamlio import YamlDocument, format_path, parse_yaml, read_text
+from ishiki_host.core.agent import Agent
+from ishiki_host.core.bus import BusEvent, BusPhase, EventBus
+from ishiki_host.core.clock import Clock, FakeClock, SystemClock, run_with_deadline
+from ishiki_host.core.entries import Entry
+from ishiki_host.core.factlog import FactLog
+from ishiki_host.core.hooks import AgentHooks, Block, Replace, StepDecision, Stop, ToolDecision
+from ishiki_host.core.jsontypes import Json
+from ishiki_host.core.messages import ImagePart, Message, Part, TextPart, ToolCall
+from ishiki_host.core.model import (
     LanguageModel,
-    Message,
     ModelRequest,
     ModelResult,
-    SystemClock,
-    TextPart,
-    Tool,
-    ToolCall,
-    ToolResult,
+    Priority,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
     ToolSpec,
     Usage,
 )
-from ishiki_host.plugins.base import (
-    Channel,
-    ContextEngine,
-    Extension,
-    ModelAPI,
-    Plugin,
-    ToolcallEngine,
-    WakeupEngine,
-)
+from ishiki_host.core.strict_json import loads_strict
+from ishiki_host.core.tokens import Estimator, estimate_tokens, host_estimator
+from ishiki_host.core.tools import Tool, ToolContext, ToolHandler, ToolResult, TrustLevel, trust_allows
+from ishiki_host.core.turns import Step, ToolCallRecord, Turn, TurnHandle, TurnOutcome, TurnStatus
+from ishiki_host.core.window import project_entries, select_session_window
+from ishiki_host.gateway.api import ModelAPI, ProviderClient
+from ishiki_host.gateway.attribution import usage_purpose
+from ishiki_host.gateway.classify import classify_http, classify_transport, malformed
+from ishiki_host.plugins.base import ContextEngine, Extension, ToolcallEngine, WakeupEngine
+from ishiki_host.plugins.commands import Command, CommandContext, CommandHandler, CommandTable, HostView
 from ishiki_host.plugins.hookspecs import hookimpl
+from ishiki_host.plugins.runtime_api import (
+    ContextEngineInstance,
+    Dispose,
+    RuntimeContext,
+    ToolcallEngineInstance,
+    TurnReport,
+    TurnView,
+    WakeupEngineInstance,
+)
+from ishiki_host.plugins.services import HostServices, RuntimeDirectory, ServiceKey
+from ishiki_host.plugins.validate import compatible_api
+from ishiki_host.resources import (
+    AssetFetcher,
+    AssetFetchers,
+    Blob,
+    ReadResult,
+    Resource,
+    ResourceCenter,
+    ResourceRequest,
+    ResourceURL,
+    SchemeHandler,
+    format_resource_url,
+    parse_resource_url,
+)
+from ishiki_host.resources.sniff import guess_media_type
+from ishiki_host.sessions.manager import SessionChange, Sessions, SessionSize
+from ishiki_host.store.memory_store import MemoryStore
+from ishiki_host.store.repos.memory_types import Memory, MemoryDraft, MemoryHit, MemoryType
+from ishiki_host.tools.read import render_read_result
 
 __all__ = [
+    "PLUGIN_API_VERSION",
+    "Agent",
+    "AgentHooks",
+    "AssetFetcher",
+    "AssetFetchers",
+    "Attachment",
+    "Blob",
+    "Block",
+    "BusEvent",
+    "BusPhase",
     "Channel",
+    "ChannelConnection",
+    "ChannelHost",
+    "ChannelKind",
     "Clock",
+    "Command",
+    "CommandContext",
+    "CommandHandler",
+    "CommandTable",
     "ContextEngine",
+    "ContextEngineInstance",
+    "Delivery",
+    "Dispose",
     "Entry",
+    "Estimator",
+    "EventBus",
+    "EventKind",
     "Extension",
+    "FactLog",
     "FakeClock",
+    "HostServices",
+    "HostView",
     "ImagePart",
+    "InboundAttachment",
+    "IshikiEvent",
+    "Json",
     "LanguageModel",
+    "Memory",
+    "MemoryDraft",
+    "MemoryHit",
+    "MemoryStore",
+    "MemoryType",
     "Message",
     "ModelAPI",
     "ModelRequest",
     "ModelResult",
+    "ModelSpec",
+    "OutboundFile",
+    "Part",
     "Plugin",
+    "PluginConfig",
+    "Priority",
+    "Profile",
+    "ProviderClient",
+    "ProviderConfig",
+    "Quote",
+    "ReadResult",
+    "Replace",
+    "Resource",
+    "ResourceCenter",
+    "ResourceRequest",
+    "ResourceURL",
+    "RuntimeContext",
+    "RuntimeDirectory",
+    "RuntimeKey",
+    "RuntimeMode",
+    "SchemeHandler",
+    "SendResult",
+    "ServiceKey",
+    "SessionChange",
+    "SessionSize",
+    "Sessions",
+    "Step",
+    "StepDecision",
+    "Stop",
+    "StreamDone",
+    "StreamEvent",
     "SystemClock",
+    "Target",
+    "TextDelta",
     "TextPart",
     "Tool",
     "ToolCall",
+    "ToolCallDelta",
+    "ToolCallRecord",
+    "ToolContext",
+    "ToolDecision",
+    "ToolHandler",
     "ToolResult",
     "ToolSpec",
     "ToolcallEngine",
+    "ToolcallEngineInstance",
+    "TrustLevel",
+    "Turn",
+    "TurnHandle",
+    "TurnOutcome",
+    "TurnReport",
+    "TurnStatus",
+    "TurnView",
     "Usage",
+    "User",
     "WakeupEngine",
+    "WakeupEngineInstance",
+    "YamlDocument",
     "__version__",
+    "channel_id",
+    "classify_http",
+    "classify_transport",
+    "compatible_api",
+    "did_you_mean",
     "errors",
+    "estimate_tokens",
+    "expand_vars",
+    "format_path",
+    "format_resource_url",
+    "guess_media_type",
     "hookimpl",
+    "host_estimator",
+    "is_inbound",
+    "loads_strict",
+    "malformed",
+    "parse_channel_id",
+    "parse_resource_url",
+    "parse_sid",
+    "parse_yaml",
+    "project_entries",
+    "read_text",
+    "render_read_result",
+    "run_with_deadline",
+    "schema_problems",
+    "schema_table",
+    "select_session_window",
+    "source_target",
+    "split_message",
+    "trust_allows",
+    "usage_purpose",
+    "utf16_len",
+    "with_defaults",
 ]
+
+
+def _claim_public_names() -> None:
+    """Show the face's classes and functions as ``ishiki_host.X`` (in reprs, docs and tracebacks), where they
+    are to be imported from, not the internal module that defines them (as httpx does). Type aliases and
+    what other libraries define (``Json`` is ``typing.Any``) keep their own."""
+    for name in __all__:
+        value = globals()[name]
+        own = str(getattr(value, "__module__", "")).startswith(__name__ + ".")
+        if own and (isinstance(value, type | types.FunctionType) or hasattr(value, "__wrapped__")):
+            value.__module__ = __name__
+
+
+_claim_public_names()

@@ -237,7 +237,7 @@ class ToolConflictError(ToolError):
 
 
 class ToolNotAllowed(ToolError):
-    """A tool was called above the trust level of the turn; refused at dispatch."""
+    """A tool was called above the trust level of the turn; refused when called."""
 
 
 class ChannelError(RunError):

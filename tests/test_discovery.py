@@ -48,7 +48,7 @@ def test_test_distribution_is_recorded_with_its_distribution(plugin_registry: Pl
         (
             "ishiki.engine.wakeup.wrongbase",
             "invalid",
-            "WrongBase is not a subclass of ishiki_host.plugins.base.WakeupEngine",
+            "WrongBase is not a subclass of ishiki_host.WakeupEngine",
         ),
         ("ishiki.engine.context.future", "incompatible", "declares plugin API '2.0'; this host speaks 1.0"),
         ("ishiki.ext.badschema", "invalid", "BadSchema.config_schema is not a valid JSON Schema"),

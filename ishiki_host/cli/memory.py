@@ -33,10 +33,10 @@ def register(subparsers: Any) -> None:
     clear.add_argument("dir", nargs="?", default=".", metavar="DIR", help="config directory (default: .)")
     clear.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     clear.set_defaults(memory_handler=_clear)
-    parser.set_defaults(handler=lambda args: _dispatch(parser, args))
+    parser.set_defaults(handler=lambda args: _run(parser, args))
 
 
-def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     handler = getattr(args, "memory_handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -51,8 +51,8 @@ async def status_command(ctx: CommandContext, args: str) -> str:
     runtime = ctx.runtime
     profile = runtime.profile
     session = profile.session
-    size = await ctx.sessions.size()
-    seeded = await ctx.sessions.carried_summary()
+    size = await ctx.runtime.sessions.size()
+    seeded = await ctx.runtime.sessions.carried_summary()
     lines = [f"profile: {profile.id} (runtime {runtime.key})"]
     lines += list(await ctx.host.model_status())
     lines.append(

@@ -6,7 +6,6 @@ import datetime as dt
 from typing import TYPE_CHECKING
 
 from ishiki_host.errors import CommandError
-from ishiki_host.plugins.commands import memory_store
 from ishiki_host.store.repos.memory_types import MAX_LIST, MEMORY_TYPES
 
 if TYPE_CHECKING:
@@ -30,19 +29,19 @@ async def clear_command(ctx: CommandContext, args: str) -> str:
     """``/clear``: a fresh session, nothing carried; an empty session stays as it is."""
     if ctx.runtime.agent.busy:
         await ctx.reply("I will clear the session once the current reply is done.")
-    return (await ctx.sessions.clear()).message
+    return (await ctx.runtime.sessions.clear()).message
 
 
 async def compact_command(ctx: CommandContext, args: str) -> str:
     """``/compact``: summarize into memory and start a session seeded with the summary."""
-    if ctx.runtime.agent.busy or ctx.sessions.busy:
+    if ctx.runtime.agent.busy or ctx.runtime.sessions.busy:
         await ctx.reply("I will compact the session once the current work is done.")
-    return (await ctx.sessions.compact()).message
+    return (await ctx.runtime.sessions.compact()).message
 
 
 async def memory_command(ctx: CommandContext, args: str) -> str:
     """``/memory``: the summary carried into this session."""
-    summary = await ctx.sessions.carried_summary()
+    summary = await ctx.runtime.sessions.carried_summary()
     if summary is None:
         return "No summary is carried into this session."
     return f"Summary carried into this session:\n{summary}"
@@ -74,7 +73,7 @@ def _render(memory: Memory) -> str:
 
 async def memories_command(ctx: CommandContext, args: str) -> str:
     """``/memories [type] [count]``: the newest memories readable at the sender's level."""
-    store = memory_store(ctx)
+    store = ctx.runtime.services.memory
     if store is None:
         return "Long-term memory is not available on this host."
     kind, count, clamped = parse_memories_args(args)

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ishiki_host.errors import CommandError
-from ishiki_host.plugins.commands import memory_store
 from ishiki_host.tools.kernel import OPEN_TOOLS
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ def _parse(args: str, what: str) -> tuple[str, str] | None:
 
 
 async def _switch(ctx: CommandContext, kind: PluginKind, name: str, action: str) -> str:
-    store = memory_store(ctx)
+    store = ctx.runtime.services.memory
     if store is None:
         raise CommandError("Switches need the memory database, which is not open on this host.")
     profile = ctx.runtime.profile.id
@@ -55,7 +54,7 @@ async def tools_command(ctx: CommandContext, args: str) -> str:
     surface = list(await ctx.host.tool_surface())
     names = [tool.name for tool in surface]
     parsed = _parse(args, "tools")
-    store = memory_store(ctx)
+    store = ctx.runtime.services.memory
     if parsed is None:
         switches = await store.plugin_settings.effective("tool", profile=ctx.runtime.profile.id) if store else {}
         notes = {t.name: f" (needs {t.trust})" for t in surface if t.trust != "untrusted"}
@@ -75,7 +74,7 @@ async def extensions_command(ctx: CommandContext, args: str) -> str:
     names = [use.name for use in ctx.runtime.profile.extends]
     parsed = _parse(args, "extensions")
     if parsed is None:
-        store = memory_store(ctx)
+        store = ctx.runtime.services.memory
         switches = await store.plugin_settings.effective("extension", profile=ctx.runtime.profile.id) if store else {}
         return _listing("extensions", names, switches, {})
     action, name = parsed

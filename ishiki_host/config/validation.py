@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ishiki_host.config.yamlio import YamlDocument
     from ishiki_host.errors import ConfigError
 
-__all__ = ["compiled", "did_you_mean", "schema_errors", "with_defaults"]
+__all__ = ["compiled", "did_you_mean", "schema_errors", "schema_problems", "with_defaults"]
 
 _HIDDEN = "<hidden>"
 _SECRET = re.compile(r"(key|token|secret|password|passwd|authorization|credentials?)$", re.IGNORECASE)
@@ -189,3 +189,20 @@ def _strip_secret(message: str, instance: Any, path: tuple[Key, ...]) -> str:
     if _secret(path) and isinstance(instance, str) and instance:
         return message.replace(repr(instance), _HIDDEN)
     return message if len(message) <= 200 else message[:197] + "..."
+
+
+def schema_problems(
+    schema: Mapping[str, Any],
+    data: Any,
+    doc: YamlDocument,
+    error: type[ConfigError],
+    prefix: Sequence[Key] = (),
+) -> list[ConfigError]:
+    """Every violation of ``schema`` by ``data`` (a value of ``doc``, at ``prefix``), as errors of class
+    ``error`` naming the file, key path and line, in document order; empty when ``data`` is valid.
+
+    What a plugin calls to validate a config file of its own (read with ``read_text`` and ``parse_yaml``, which
+    also parses JSON) the way the host validates its own: plain words, "did you mean" for unknown keys and
+    values, secrets never echoed. ``data`` holds arbitrary JSON, hence ``Any``.
+    """
+    return schema_errors(compiled(schema), data, doc, error, prefix)

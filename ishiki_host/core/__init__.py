@@ -24,10 +24,10 @@ from ishiki_host.core.model import (
 from ishiki_host.core.tools import Tool, ToolContext, ToolResult, TrustLevel
 from ishiki_host.core.turns import (
     CallContext,
-    CallRecord,
     Delivery,
     Recovery,
     Step,
+    ToolCallRecord,
     Turn,
     TurnHandle,
     TurnOutcome,
@@ -40,7 +40,6 @@ __all__ = [
     "Block",
     "BusEvent",
     "CallContext",
-    "CallRecord",
     "Clock",
     "Delivery",
     "Entry",
@@ -68,6 +67,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallDelta",
+    "ToolCallRecord",
     "ToolContext",
     "ToolDecision",
     "ToolResult",

@@ -23,11 +23,11 @@ import anyio
 
 from ishiki_host.core.bus import EventBus
 from ishiki_host.core.clock import Clock, SystemClock
-from ishiki_host.core.dispatch import ToolDispatcher
 from ishiki_host.core.hooks import AgentHooks, HookChain
 from ishiki_host.core.messages import Message
 from ishiki_host.core.recovery import recover
 from ishiki_host.core.runner import Inbox, Running, SetupFn, TurnRunner
+from ishiki_host.core.tool_calls import ToolCaller
 from ishiki_host.core.turns import Delivery, Recovery, Turn, TurnHandle, TurnOutcome
 from ishiki_host.errors import AgentBusy, AgentStopped, ToolError
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.messages import ToolCall
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import Tool
-    from ishiki_host.core.turns import CallRecord
+    from ishiki_host.core.turns import ToolCallRecord
 
 __all__ = ["Agent", "IfBusy"]
 
@@ -84,14 +84,14 @@ class Agent:
         self.recovered: Recovery | None = None
         chain = HookChain(hooks)
         self._inbox = Inbox()
-        self._dispatcher = ToolDispatcher(chain, self.bus, self.clock, tool_timeout=tool_timeout)
+        self._caller = ToolCaller(chain, self.bus, self.clock, tool_timeout=tool_timeout)
         self._runner = TurnRunner(
             log=log,
             model=model,
             setup=setup,
             hooks=chain,
             bus=self.bus,
-            dispatcher=self._dispatcher,
+            caller=self._caller,
             inbox=self._inbox,
             max_steps=max_steps,
             shutdown_grace=shutdown_grace,
@@ -223,16 +223,16 @@ class Agent:
         await self.bus.emit("turn.queued", handle=handle, priority=priority, prompt=prompt)
         return handle
 
-    async def dispatch_within(self, call: ToolCall, tools: Sequence[Tool]) -> CallRecord:
+    async def call_tool(self, call: ToolCall, tools: Sequence[Tool]) -> ToolCallRecord:
         """Answer a call made by a tool of the running step (a codemode program's ``tools.x(...)``).
 
         ``tools`` are the tools the caller may reach; the call goes through every check, hook, deadline and
-        event of a model's call (``ToolDispatcher.dispatch_within``). ``ToolError`` when no step is running.
+        event of a model's call (``ToolCaller.call_within``). ``ToolError`` when no step is running.
         """
         running = self._current
         if running is None or not running.turn.steps:
             raise ToolError(f"{call.name}: no step is running; a tool may call other tools only during its own call")
-        return await self._dispatcher.dispatch_within(call, running.turn.steps[-1], tools)
+        return await self._caller.call_within(call, running.turn.steps[-1], tools)
 
     # -- control ---------------------------------------------------------------------------------------
 

@@ -1,8 +1,16 @@
 """An in-process event bus: the agent tells observers what happened; observers never steer it.
 
 ``bus.subscribe(name, handler)`` (or ``"*"`` for every event) returns an unsubscribe function. ``await
-bus.emit(name, **data)`` calls the handlers of ``name`` and of ``"*"`` in subscription order, awaiting async
-ones. A handler that raises, or overruns ``handler_timeout``, is logged and skipped: it never stops the other
+bus.emit(name, **data)`` calls the handlers of ``name`` and of ``"*"``, awaiting async ones, phase by phase
+(``PHASES``) and in subscription order within a phase:
+
+- ``track``: the runtime's own bookkeeping of what happened (the running turn, the inbound messages a turn
+  will answer), so that every later handler reads a state that already includes the event;
+- ``react`` (the default, and the phase for plugins): engines and extensions deciding and observing;
+- ``close``: the runtime's handling of a turn's end once everyone has reacted to it (the report to the
+  extensions, the messages the turn never saw).
+
+A handler that raises, or overruns ``handler_timeout``, is logged and skipped: it never stops the other
 handlers or the emitter.
 
 Events the agent emits (``BusEvent.data`` keys in brackets):
@@ -25,11 +33,11 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import anyio
 
-__all__ = ["BusEvent", "EventBus", "Handler"]
+__all__ = ["PHASES", "BusEvent", "BusPhase", "EventBus", "Handler"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,19 +54,26 @@ class BusEvent:
 
 
 Handler = Callable[[BusEvent], Awaitable[None] | None]
+BusPhase = Literal["track", "react", "close"]
+PHASES: tuple[BusPhase, ...] = get_args(BusPhase)
+"""The phases of an emit, in the order their handlers are called (see the module docstring)."""
+_ORDER = {phase: index for index, phase in enumerate(PHASES)}
 
 
 class EventBus:
-    """Fan-out of named events to sync or async handlers, in subscription order."""
+    """Fan-out of named events to sync or async handlers, by phase, then in subscription order."""
 
     def __init__(self, *, handler_timeout: float | None = 60.0):
         self.handler_timeout = handler_timeout
-        self._subscriptions: list[tuple[str, Handler]] = []
+        self._subscriptions: list[tuple[str, Handler, BusPhase]] = []
         self._routes: dict[str, tuple[Handler, ...]] = {}  # handlers per name; remade after a (un)subscribe
 
-    def subscribe(self, name: str, handler: Handler) -> Callable[[], None]:
-        """Call ``handler`` for events named ``name`` (``"*"``: every event). Returns the unsubscribe function."""
-        subscription = (name, handler)
+    def subscribe(self, name: str, handler: Handler, *, phase: BusPhase = "react") -> Callable[[], None]:
+        """Call ``handler`` for events named ``name`` (``"*"``: every event) in ``phase``. Returns the
+        unsubscribe function."""
+        if phase not in _ORDER:
+            raise ValueError(f"bus phase must be one of {', '.join(PHASES)}; got {phase!r}")
+        subscription = (name, handler, phase)
         self._subscriptions.append(subscription)
         self._routes.clear()
 
@@ -73,7 +88,12 @@ class EventBus:
         """Call every handler subscribed to ``name`` or ``"*"``, one after the other."""
         handlers = self._routes.get(name)
         if handlers is None:
-            handlers = tuple(handler for wanted, handler in self._subscriptions if wanted in (name, "*"))
+            wanted = sorted(
+                (_ORDER[phase], index, handler)
+                for index, (of, handler, phase) in enumerate(self._subscriptions)
+                if of in (name, "*")
+            )
+            handlers = tuple(handler for _, _, handler in wanted)
             self._routes[name] = handlers
         if not handlers:
             return  # most events of a turn have no observer

@@ -1,7 +1,8 @@
 """Injectable time: every wait, timestamp and deadline in the host goes through a ``Clock``.
 
 ``SystemClock`` is the real one. ``FakeClock`` only moves when a test calls ``advance``, which wakes exactly
-the sleepers whose deadline has passed, so tests never sleep to wait for something.
+the sleepers whose deadline has passed, so tests never sleep to wait for something. ``run_with_deadline``
+bounds an awaitable by the clock's time.
 """
 
 from __future__ import annotations
@@ -9,11 +10,14 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import anyio
 
-__all__ = ["Clock", "FakeClock", "SystemClock"]
+__all__ = ["Clock", "DeadlineExceeded", "FakeClock", "SystemClock", "run_with_deadline"]
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -105,3 +109,43 @@ class FakeClock:
         """Return once at least ``count`` tasks sleep on this clock (a deterministic sync point)."""
         while self.sleepers < count:
             await self._sleeper_added.wait()
+
+
+class DeadlineExceeded(TimeoutError):
+    """The deadline of ``run_with_deadline`` passed (not a ``TimeoutError`` the function raised itself)."""
+
+
+async def run_with_deadline(clock: Clock, seconds: float | None, fn: Callable[[], Awaitable[T]]) -> T:
+    """Await ``fn()``; raise ``TimeoutError`` if ``clock`` says ``seconds`` passed first (``None``: no limit).
+
+    The deadline runs on the injectable clock, so tests move it with ``FakeClock.advance``; on the real clock it
+    is a plain deadline of the event loop (no watchdog task per call). The error raised is a ``TimeoutError``
+    subclass (``DeadlineExceeded``), so a handler's own ``TimeoutError`` stays apart.
+    """
+    if seconds is None:
+        return await fn()
+    if isinstance(clock, SystemClock):  # the real clock: a deadline on the event loop, no watchdog task
+        with anyio.move_on_after(seconds):
+            return await fn()
+        raise DeadlineExceeded(f"no answer within {seconds:g} s")
+    outcome: list[T] = []
+    failure: list[Exception] = []
+    with anyio.CancelScope() as deadline:
+        async with anyio.create_task_group() as tg:
+
+            async def watchdog() -> None:
+                await clock.sleep(seconds)
+                deadline.cancel()
+
+            tg.start_soon(watchdog)
+            try:
+                outcome.append(await fn())
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                tg.cancel_scope.cancel()
+    if failure:
+        raise failure[0]
+    if not outcome:
+        raise DeadlineExceeded(f"no answer within {seconds:g} s")
+    return outcome[0]

@@ -27,11 +27,11 @@ from ishiki_host.errors import ModelError, ToolConflictError
 
 if TYPE_CHECKING:
     from ishiki_host.core.bus import EventBus
-    from ishiki_host.core.dispatch import ToolDispatcher
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.hooks import HookChain
     from ishiki_host.core.model import LanguageModel
+    from ishiki_host.core.tool_calls import ToolCaller
     from ishiki_host.core.turns import Delivery
 
 __all__ = ["Inbox", "Running", "SetupFn", "TurnRunner"]
@@ -87,7 +87,7 @@ class TurnRunner:
         setup: SetupFn,
         hooks: HookChain,
         bus: EventBus,
-        dispatcher: ToolDispatcher,
+        caller: ToolCaller,
         inbox: Inbox,
         max_steps: int,
         shutdown_grace: float,
@@ -99,7 +99,7 @@ class TurnRunner:
         self._setup = setup
         self._hooks = hooks
         self._bus = bus
-        self._dispatcher = dispatcher
+        self._caller = caller
         self._inbox = inbox
         self._max_steps = max_steps
         self._grace = shutdown_grace
@@ -209,7 +209,7 @@ class TurnRunner:
         step.appended.append(assistant)
         running.unannounced.append(assistant)
         for call in result.tool_calls:
-            record = await self._dispatcher.dispatch(call, step)
+            record = await self._caller.call(call, step)
             content = Message.tool(call, record.result.content, is_error=record.result.is_error).to_dict()
             with anyio.CancelScope(shield=True):
                 entry = await self._log.append("message", content, turn=number)

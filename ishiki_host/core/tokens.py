@@ -13,6 +13,7 @@ never waits on one. Point ``TIKTOKEN_CACHE_DIR`` at a directory holding the enco
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -32,6 +33,7 @@ __all__ = [
     "EstimatorKind",
     "estimate_messages_tokens",
     "estimate_tokens",
+    "host_estimator",
     "make_estimator",
     "tiktoken_estimator",
 ]
@@ -142,3 +144,10 @@ def make_estimator(kind: EstimatorKind = "auto", *, encoding: str = DEFAULT_ENCO
             "file in TIKTOKEN_CACHE_DIR"
         )
     return estimate_tokens
+
+
+@functools.cache
+def host_estimator() -> Estimator:
+    """The counter a host uses everywhere (session sizes, summaries, budgets): ``make_estimator()``, chosen
+    once per process (finding tiktoken's encoding on disk is not free)."""
+    return make_estimator()

@@ -24,10 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CallContext",
-    "CallRecord",
     "Delivery",
     "Recovery",
     "Step",
+    "ToolCallRecord",
     "Turn",
     "TurnHandle",
     "TurnOutcome",
@@ -69,7 +69,7 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True)
-class CallRecord:
+class ToolCallRecord:
     """One tool call of a step and how it was answered.
 
     ``status``: ``ran`` (the handler returned), ``failed`` (the handler raised or timed out), ``blocked`` (a
@@ -98,7 +98,7 @@ class Step:
     messages: list[Message] = field(default_factory=list)
     request: ModelRequest | None = None
     result: ModelResult | None = None
-    calls: list[CallRecord] = field(default_factory=list)
+    calls: list[ToolCallRecord] = field(default_factory=list)
     appended: list[Entry] = field(default_factory=list)
     joined: list[Entry] = field(default_factory=list)
 

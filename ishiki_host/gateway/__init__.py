@@ -5,18 +5,18 @@
 
 from ishiki_host.gateway.api import ModelAPI, ProviderClient
 from ishiki_host.gateway.failover import FailoverPolicy
-from ishiki_host.gateway.gateway import CallListener, CallRecord, Gateway, ProbeResult
+from ishiki_host.gateway.gateway import CallListener, Gateway, ModelCallRecord, ProbeResult
 from ishiki_host.gateway.model import GatewayModel
 from ishiki_host.gateway.report import models_report
 from ishiki_host.gateway.scheduler import SchedulerConfig
 
 __all__ = [
     "CallListener",
-    "CallRecord",
     "FailoverPolicy",
     "Gateway",
     "GatewayModel",
     "ModelAPI",
+    "ModelCallRecord",
     "ProbeResult",
     "ProviderClient",
     "SchedulerConfig",

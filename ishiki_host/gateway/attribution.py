@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ishiki_host.core.model import LanguageModel, ModelRequest, ModelResult, StreamEvent
-    from ishiki_host.gateway.gateway import CallRecord
+    from ishiki_host.gateway.gateway import ModelCallRecord
 
 __all__ = [
     "CURRENT_RUNTIME",
@@ -76,7 +76,7 @@ def usage_purpose(purpose: str) -> Iterator[None]:
         _PURPOSE.reset(token)
 
 
-def usage_entry(record: CallRecord) -> dict[str, Any] | None:
+def usage_entry(record: ModelCallRecord) -> dict[str, Any] | None:
     """The ``usage`` entry data for a call record (``None`` for a failed call, which used nothing)."""
     if record.usage is None:
         return None
@@ -93,7 +93,7 @@ def usage_entry(record: CallRecord) -> dict[str, Any] | None:
 class UsageListener:
     """The gateway call listener that routes usage of out-of-turn calls to their runtime."""
 
-    def __call__(self, record: CallRecord) -> None:
+    def __call__(self, record: ModelCallRecord) -> None:
         runtime = current_runtime()
         if runtime is None or _IN_TURN_CALL.get():
             return

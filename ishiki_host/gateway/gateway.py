@@ -4,7 +4,7 @@
 circuit breaker per member and one scheduler. ``gateway.model(ref)`` gives the ``LanguageModel`` of a group
 name or a ``provider:modelId``: each call goes through the scheduler (priority, ``maxConcurrency``), a
 whole-call deadline, the breakers and the profile's failover policy. Every model call made (including failed
-ones and probes' exceptions) is reported to the call listeners as a ``CallRecord``, which is how the runtime
+ones and probes' exceptions) is reported to the call listeners as a ``ModelCallRecord``, which is how the runtime
 logs token usage; the ``ModelResult`` itself also carries ``usage`` and ``model`` (the member that answered).
 """
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.model import Priority
     from ishiki_host.gateway.api import ModelAPI
 
-__all__ = ["CallListener", "CallRecord", "Gateway", "ProbeResult"]
+__all__ = ["CallListener", "Gateway", "ModelCallRecord", "ProbeResult"]
 
 log = logging.getLogger("ishiki_host.gateway")
 
@@ -51,7 +51,7 @@ PROBE_PROMPT = "Reply with the single word OK."
 
 
 @dataclass(frozen=True, slots=True)
-class CallRecord:
+class ModelCallRecord:
     """One model call as the gateway saw it: who answered, tokens, how long, and the error kind if it failed."""
 
     ref: str
@@ -75,7 +75,7 @@ class CallRecord:
         }
 
 
-CallListener = Callable[[CallRecord], None]
+CallListener = Callable[[ModelCallRecord], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +186,7 @@ class Gateway:
         return model
 
     def add_listener(self, listener: CallListener) -> Callable[[], None]:
-        """Call ``listener`` with a ``CallRecord`` after every model call; returns a function that removes it."""
+        """Call ``listener`` with a ``ModelCallRecord`` after every model call; returns a function that removes it."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
@@ -248,7 +248,7 @@ class Gateway:
             raise ModelUnavailable(f"provider {provider_id!r} is not usable: {provider.error}", model=member)
         return provider, spec
 
-    def _emit(self, record: CallRecord) -> None:
+    def _emit(self, record: ModelCallRecord) -> None:
         provider = self._providers.get(record.member.partition(":")[0])
         if provider is not None:
             provider.calls += 1
@@ -291,7 +291,7 @@ class Gateway:
         except ModelError as error:
             self._verdict(member, error, judge)
             self._emit(
-                CallRecord(ref, member, request.priority, False, self.clock.monotonic() - start, None, error.kind)
+                ModelCallRecord(ref, member, request.priority, False, self.clock.monotonic() - start, None, error.kind)
             )
             raise
         except BaseException:
@@ -300,7 +300,7 @@ class Gateway:
             raise
         self._verdict(member, None, judge)
         result = replace(result, model=member)
-        self._emit(CallRecord(ref, member, request.priority, False, self.clock.monotonic() - start, result.usage))
+        self._emit(ModelCallRecord(ref, member, request.priority, False, self.clock.monotonic() - start, result.usage))
         return result
 
     async def _stream_member(
@@ -325,7 +325,7 @@ class Gateway:
                             result = replace(event.result, model=member)
                             self._verdict(member, None, True)
                             latency = self.clock.monotonic() - start
-                            self._emit(CallRecord(ref, member, request.priority, True, latency, result.usage))
+                            self._emit(ModelCallRecord(ref, member, request.priority, True, latency, result.usage))
                             yield StreamDone(result)
                             return
                         yield event
@@ -340,7 +340,7 @@ class Gateway:
         except ModelError as error:
             self._verdict(member, error, True)
             self._emit(
-                CallRecord(ref, member, request.priority, True, self.clock.monotonic() - start, None, error.kind)
+                ModelCallRecord(ref, member, request.priority, True, self.clock.monotonic() - start, None, error.kind)
             )
             raise
         except BaseException:

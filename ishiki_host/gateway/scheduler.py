@@ -97,7 +97,7 @@ class Scheduler:
             return 0.0
         return max(0.0, min(aged, lane.last_interactive + self.config.interactive_grace_seconds - now))
 
-    def _dispatch(self, lane: _Lane) -> None:
+    def _grant(self, lane: _Lane) -> None:
         """Grant free slots: interactive waiters first, then background waiters whose deferral is over."""
         while lane.in_flight < lane.limit:
             nxt = next((w for w in lane.waiting if w.priority == "interactive"), None)
@@ -120,7 +120,7 @@ class Scheduler:
         if waiter.priority == "interactive":
             lane.interactive_in_flight -= 1
             lane.last_interactive = self.clock.monotonic()
-        self._dispatch(lane)
+        self._grant(lane)
         lane.notify()
 
     async def _wait_change(self, lane: _Lane, seconds: float | None) -> None:
@@ -146,7 +146,7 @@ class Scheduler:
         waiter = _Waiter(priority, next(self._seq), self.clock.monotonic())
         lane.waiting.append(waiter)
         try:
-            self._dispatch(lane)
+            self._grant(lane)
             while not waiter.granted:
                 if priority == "interactive":
                     # Only a grant changes anything for an interactive waiter: it waits for its own event
@@ -154,13 +154,13 @@ class Scheduler:
                     await waiter.grant.wait()
                     continue
                 await self._wait_change(lane, self._background_wait(lane, waiter) or None)
-                self._dispatch(lane)
+                self._grant(lane)
         except BaseException:
             if waiter.granted:
                 self._release(lane, waiter)
             else:
                 lane.waiting.remove(waiter)
-                self._dispatch(lane)
+                self._grant(lane)
                 lane.notify()
             raise
         try:

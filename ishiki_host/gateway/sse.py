@@ -2,7 +2,7 @@
 
 It follows the WHATWG event-stream rules that matter for model APIs: lines end in ``\\r\\n``, ``\\n`` or
 ``\\r`` (a ``\\r`` at the end of one chunk and ``\\n`` at the start of the next are one line end); ``data``
-lines of one event are joined with ``\\n``; lines starting with ``:`` are comments; a blank line dispatches
+lines of one event are joined with ``\\n``; lines starting with ``:`` are comments; a blank line completes
 the event; an event without its blank line at end of stream is dropped (the stream was cut). UTF-8 sequences
 may be split between chunks.
 """
@@ -18,7 +18,7 @@ __all__ = ["SSEEvent", "SSEParser", "aiter_sse"]
 
 @dataclass(frozen=True, slots=True)
 class SSEEvent:
-    """One dispatched event: its ``event`` name (``message`` when unnamed) and its ``data``."""
+    """One complete event: its ``event`` name (``message`` when unnamed) and its ``data``."""
 
     event: str
     data: str
@@ -69,7 +69,7 @@ class SSEParser:
 
     def _line(self, line: str) -> SSEEvent | None:
         if not line:
-            return self._dispatch()
+            return self._complete_event()
         if line.startswith(":"):
             return None
         field, _, value = line.partition(":")
@@ -82,7 +82,7 @@ class SSEParser:
             self._id = value
         return None
 
-    def _dispatch(self) -> SSEEvent | None:
+    def _complete_event(self) -> SSEEvent | None:
         if not self._data:
             self._event = ""
             return None

@@ -1,7 +1,7 @@
 """``ishiki.ext.heartbeat``: the beat tools and ``/beats`` in every runtime (on by default, like memory).
 
-The scheduler is the host's, one per host (``services["heartbeats"]``, a ``HeartbeatService`` the host starts
-when its memory store is open); without it the extension offers nothing and ``/beats`` says why. Each
+The scheduler is the host's, one per host (``services.get(HEARTBEATS)``, a ``HeartbeatService`` the host
+starts when its memory store is open); without it the extension offers nothing and ``/beats`` says why. Each
 runtime's instance offers ``set_beat``, ``list_beats``, ``update_beat`` and ``delete_beat`` (trust
 ``trusted``) with the runtime's own chat as the default target and its key as the maker. A cross-mode runtime
 serves many chats: its "here" is the chat of the turn's newest message (none in a turn without messages, so a
@@ -14,15 +14,15 @@ runtime may make.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ishiki_host.errors import CommandError
 from ishiki_host.heartbeat.render import format_time, render_beats
 from ishiki_host.heartbeat.runner import is_beat_turn
-from ishiki_host.heartbeat.service import HeartbeatService
+from ishiki_host.heartbeat.service import HEARTBEATS, HeartbeatService
 from ishiki_host.heartbeat.tools import BEAT_TOOL_NAMES, make_beat_tools, visible_beats
-from ishiki_host.plugins.base import Extension
+from ishiki_host.plugins.base import Extension, PluginConfig
 from ishiki_host.plugins.commands import Command
 from ishiki_host.plugins.hookspecs import hookimpl
 from ishiki_host.store.repos.beat_types import BeatTarget
@@ -31,12 +31,10 @@ if TYPE_CHECKING:
     from ishiki_host.core.bus import BusEvent
     from ishiki_host.core.tools import Tool
     from ishiki_host.plugins.commands import CommandContext
+    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.store.repos.beat_types import Beat
 
-__all__ = ["SERVICE", "HeartbeatExtension", "HeartbeatInstance"]
-
-SERVICE = "heartbeats"
-"""The key of the host's ``HeartbeatService`` in ``services``."""
+__all__ = ["HeartbeatExtension", "HeartbeatInstance"]
 
 NOT_RUNNING = "Heartbeats are not running on this host: the memory database is not open (see the host log)."
 
@@ -64,7 +62,7 @@ class HeartbeatExtension(Extension):
         },
     }
 
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> HeartbeatInstance:
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> HeartbeatInstance:
         """The instance for one runtime."""
         return HeartbeatInstance(ctx, max_beats=int(config.get("max_beats", 100)))
 
@@ -72,7 +70,7 @@ class HeartbeatExtension(Extension):
 class HeartbeatInstance:
     """The heartbeat extension in one runtime: tools, ``/beats``, a status line."""
 
-    def __init__(self, runtime: Any, *, max_beats: int = 100):
+    def __init__(self, runtime: RuntimeContext, *, max_beats: int = 100):
         self._runtime = runtime
         self._max_beats = max_beats
         self._beat_turn: int | None = None  # the number of the last turn a beat started
@@ -81,8 +79,7 @@ class HeartbeatInstance:
     @property
     def service(self) -> HeartbeatService | None:
         """The host's heartbeat service, if it runs."""
-        found = self._runtime.services.get(SERVICE)
-        return found if isinstance(found, HeartbeatService) else None
+        return self._runtime.services.get(HEARTBEATS)
 
     @property
     def maker(self) -> str:
@@ -98,7 +95,7 @@ class HeartbeatInstance:
         return BeatTarget(rt.profile.id, latest.sid, latest.channel_id) if latest is not None else None
 
     @hookimpl
-    def ishiki_attach(self, runtime: Any) -> Any:
+    def ishiki_attach(self, runtime: RuntimeContext) -> Callable[[], None]:
         """Watch turn starts, to know whether the turn being set up is a beat's own."""
         return runtime.bus.subscribe("turn.start", self._on_turn_start)
 
@@ -107,7 +104,7 @@ class HeartbeatInstance:
         self._beat_turn = turn.number if is_beat_turn(turn.triggers) else None
 
     @hookimpl
-    def ishiki_tools(self, runtime: Any) -> Sequence[Tool]:
+    def ishiki_tools(self, runtime: RuntimeContext) -> Sequence[Tool]:
         """The beat tools, except in a beat's own turn or when the host runs no heartbeats."""
         service = self.service
         if service is None or (self._beat_turn is not None and runtime.turn_state.number == self._beat_turn):
@@ -126,7 +123,7 @@ class HeartbeatInstance:
         return self._tools
 
     @hookimpl
-    def ishiki_commands(self, runtime: Any) -> Sequence[Command]:
+    def ishiki_commands(self, runtime: RuntimeContext) -> Sequence[Command]:
         """``/beats``."""
         return (Command("beats", self.beats_command, "List the beats of this chat, soonest first.", trust="trusted"),)
 
@@ -143,7 +140,7 @@ class HeartbeatInstance:
         return render_beats(beats, service.default_tz)
 
     @hookimpl
-    async def ishiki_status(self, runtime: Any) -> Sequence[str]:
+    async def ishiki_status(self, runtime: RuntimeContext) -> Sequence[str]:
         """``heartbeats: 2 beats, next Mon 2024-06-03 09:00 CEST`` (the beats this runtime made or hears)."""
         service = self.service
         if service is None:

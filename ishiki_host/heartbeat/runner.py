@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.bus import BusEvent
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.core.turns import TurnOutcome
-    from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.store.repos.beat_types import Beat, BeatTarget
 
 __all__ = ["BEAT_TRIGGER", "BeatHost", "HostBeatRunner", "is_beat_turn"]
@@ -43,7 +43,9 @@ def is_beat_turn(triggers: list[dict[str, Any]]) -> bool:
 class BeatHost(Protocol):
     """What the runner needs of the host."""
 
-    async def runtime_for(self, profile_id: str, sid: str | None = None, channel_id: str | None = None) -> AgentRuntime:
+    async def runtime_for(
+        self, profile_id: str, sid: str | None = None, channel_id: str | None = None
+    ) -> RuntimeContext:
         """The runtime that speaks at an address (spawned if needed); ``AgentStopped`` if its profile is not active."""
         ...
 

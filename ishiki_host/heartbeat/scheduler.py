@@ -124,7 +124,7 @@ class HeartbeatScheduler:
             while True:
                 self._poked = False
                 try:
-                    await self._dispatch(tg)
+                    await self._run_due(tg)
                     delay = await self._delay()
                 except StoreError as exc:
                     logger.error("heartbeat scheduler: %s; retrying in %g s", exc, _STORE_RETRY)
@@ -172,7 +172,7 @@ class HeartbeatScheduler:
         self._state_changed.set()
         self._state_changed = anyio.Event()
 
-    async def _dispatch(self, tg: TaskGroup) -> None:
+    async def _run_due(self, tg: TaskGroup) -> None:
         while True:
             now = self._clock.now()
             due = await self._store.heartbeats.due(now=now, limit=_DUE_BATCH)

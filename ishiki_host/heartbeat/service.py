@@ -1,7 +1,7 @@
 """``HeartbeatService``: the one heartbeat scheduler of a host, its ``heartbeats.json`` watcher and target check.
 
-The host makes one when its memory store is open and puts it in ``services["heartbeats"]``, where the
-heartbeat extension's instances find it (``runtime.host_heartbeats`` does the wiring)::
+The host makes one when its memory store is open and shares it under ``HEARTBEATS`` in its services, where
+the heartbeat extension's instances find it (``ishiki_host.host.beats`` does the wiring)::
 
     service = HeartbeatService(store, runner, config_dir=root, data_dir=data, default_tz="Europe/Berlin",
                                clock=clock, target_validator=check_target)
@@ -25,6 +25,7 @@ from ishiki_host.errors import StoreError
 from ishiki_host.heartbeat.beatfile import HEARTBEATS_FILE
 from ishiki_host.heartbeat.scheduler import HeartbeatScheduler
 from ishiki_host.heartbeat.sync import BeatFileWatcher
+from ishiki_host.plugins.services import ServiceKey
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from ishiki_host.heartbeat.sync import SyncReport
     from ishiki_host.store.memory_store import MemoryStore
 
-__all__ = ["HeartbeatService"]
+__all__ = ["HEARTBEATS", "HeartbeatService"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,3 +118,7 @@ class HeartbeatService:
         """Until more than ``after`` syncs happened (``syncs`` counts them); bound it with a deadline."""
         while self.syncs <= after:
             await self._synced.wait()
+
+
+HEARTBEATS: ServiceKey[HeartbeatService] = ServiceKey("heartbeats", HeartbeatService)
+"""Where a host shares its ``HeartbeatService`` (``RuntimeContext.services.get(HEARTBEATS)``)."""

@@ -1,8 +1,8 @@
 """Heartbeats on a running host: the one ``HeartbeatService``, its runner, and target checks on the routes.
 
 ``start_heartbeats`` runs after the profiles are active and the channels started (a beat a restart made late
-may run at once, and should find its channel up). It needs the memory store (``services["memory"]``) and an
-installed ``ishiki.ext.heartbeat``; it puts the service in ``services["heartbeats"]`` for the extension.
+may run at once, and should find its channel up). It needs the memory store (``services.memory``) and an
+installed ``ishiki.ext.heartbeat``; it shares the service under ``HEARTBEATS`` for the extension.
 
 - **Targets** (``RouteTargets``): the route table is asked which active profile claims the target's chat;
   it must be the profile the target names, with heartbeats on (``heartbeat.targets.target_refusal``).
@@ -18,19 +18,16 @@ from typing import TYPE_CHECKING
 
 from ishiki_host.config.services import EXTENSION_GROUP, service_name
 from ishiki_host.errors import BeatRunFailed
-from ishiki_host.heartbeat.extension import SERVICE
 from ishiki_host.heartbeat.runner import HostBeatRunner
-from ishiki_host.heartbeat.service import HeartbeatService
+from ishiki_host.heartbeat.service import HEARTBEATS, HeartbeatService
 from ishiki_host.heartbeat.targets import HEARTBEAT_EXTENSION, target_refusal
-from ishiki_host.host.memory_db import MEMORY_SERVICE
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.host.host import Host
-    from ishiki_host.runtime.runtime import AgentRuntime
-    from ishiki_host.store.memory_store import MemoryStore
+    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.store.repos.beat_types import Beat, BeatTarget
 
 __all__ = ["HostBeats", "RouteTargets", "start_heartbeats"]
@@ -58,9 +55,11 @@ class HostBeats:
     def __init__(self, host: Host):
         self._host = host
 
-    async def runtime_for(self, profile_id: str, sid: str | None = None, channel_id: str | None = None) -> AgentRuntime:
+    async def runtime_for(
+        self, profile_id: str, sid: str | None = None, channel_id: str | None = None
+    ) -> RuntimeContext:
         """The runtime at a target (spawned if needed)."""
-        return await self._host.runtime_for(profile_id, sid, channel_id)
+        return (await self._host.runtime_for(profile_id, sid, channel_id)).context
 
     def background_model(self, beat: Beat) -> tuple[LanguageModel, str | None]:
         """The maker's model and persona, else ``heartbeat.model`` (see the module docstring)."""
@@ -81,7 +80,7 @@ async def start_heartbeats(host: Host, tg: TaskGroup) -> HeartbeatService | None
     if config.registry.plugin(service_name(EXTENSION_GROUP, HEARTBEAT_EXTENSION)) is None:
         logger.info("heartbeats are off: ishiki.ext.heartbeat is not installed")
         return None
-    store: MemoryStore | None = host.services.get(MEMORY_SERVICE)
+    store = host.services.memory
     if store is None:
         logger.warning("heartbeats are off: the memory database is not open")
         return None
@@ -95,6 +94,6 @@ async def start_heartbeats(host: Host, tg: TaskGroup) -> HeartbeatService | None
         target_validator=RouteTargets(host),
         catch_up_seconds=config.host.heartbeat.catch_up_seconds,
     )
-    host.services[SERVICE] = service
+    host.services.put(HEARTBEATS, service)
     await tg.start(service.serve)
     return service

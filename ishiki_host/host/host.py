@@ -4,9 +4,9 @@
         await host.wait_stop_requested()      # a signal handler or the console calls host.request_stop()
 
 Entering loads the config dir (unless one is given), builds the model gateway, opens the memory database
-(``services["memory"]``; ``ishiki_host.host.memory_db``), activates every ready profile (a route with its
+(``services.memory``; ``ishiki_host.host.memory_db``), activates every ready profile (a route with its
 own task group), starts the channels their claims need (each under a supervisor that restarts it with
-back-off), starts the heartbeat scheduler (``services["heartbeats"]``; ``ishiki_host.host.beats``),
+back-off), starts the heartbeat scheduler (shared under ``HEARTBEATS``; ``ishiki_host.host.beats``),
 and polls the config files (the skills folder and ``heartbeats.json`` too) for hot reload. While it runs, the
 garbage collector's youngest threshold is raised (``ishiki_host.host.collector``). ``dispatch`` (what
 channels call) routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +46,7 @@ from ishiki_host.host.setup import (
 from ishiki_host.host.watch import Snapshot, snapshot, watch
 from ishiki_host.plugins.configdir import load_config_dir
 from ishiki_host.plugins.discovery import discover
+from ishiki_host.plugins.services import HostServices, run_logged
 from ishiki_host.runtime.parts import ProviderCache, SharedParts, profile_parts
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.activation import ProfileState
     from ishiki_host.plugins.configdir import ConfigDir
     from ishiki_host.plugins.discovery import PluginRegistry
+    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.runtime.runtime import AgentRuntime
 
 __all__ = ["PID_FILE", "Host", "ReloadReport"]
@@ -96,7 +98,7 @@ class Host:
         self.routes = RouteTable()
         self.directory = ChannelDirectory()
         self.providers = ProviderCache()
-        self.services: dict[str, Any] = {"runtimes": self}
+        self.services = HostServices(runtimes=_Runtimes(self), spawn=self._spawn)
         self.memory = HostMemory(self.root, self.clock)
         self._stack = AsyncExitStack()
         self._stop_requested = anyio.Event()
@@ -175,7 +177,7 @@ class Host:
         self._write_pid(host.data_dir)
         self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root)
         self._gateways.build(config)
-        self.services["timezone"] = host.timezone
+        self.services.timezone = host.timezone
         await self.memory.open(host.data_dir, host.memory, self.services)
         self._host_services = SharedParts(
             clock=self.clock,
@@ -202,6 +204,10 @@ class Host:
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
         if interval > 0:
             tg.start_soon(watch, self.clock, interval, self._snapshot, self.reload, await self._snapshot(), self._tick)
+
+    def _spawn(self, fn: Callable[[], Awaitable[object]], name: str) -> None:
+        """Host-wide work of a plugin (``HostServices.spawn``), in the host's task group."""
+        self._group.start_soon(run_logged, fn, name)
 
     def _load(self) -> ConfigDir:
         return load_config_dir(self.root, env=self._env, registry=self._discover())
@@ -384,7 +390,7 @@ class Host:
     async def runtime_for(self, profile_id: str, sid: str | None = None, channel_id: str | None = None) -> AgentRuntime:
         """The runtime of a profile at an address (cross mode: the profile's one runtime), spawned if needed.
 
-        Heartbeats and other host-wide services reach a persona this way (``services["runtimes"]``).
+        Plugins reach a persona's runtime this way through ``HostServices.runtimes`` (heartbeats do).
         """
         route = self.routes.get(profile_id)
         if route is None:
@@ -399,3 +405,16 @@ class Host:
 def _classes(state: ProfileState, registry: PluginRegistry) -> tuple[object, ...]:
     """The classes behind a profile's services (a reinstalled plugin gives new ones)."""
     return tuple(registry.plugin(name) for name in state.services)
+
+
+class _Runtimes:
+    """The host's runtimes as plugins reach them (``HostServices.runtimes``): their ``RuntimeContext``."""
+
+    def __init__(self, host: Host):
+        self._host = host
+
+    async def runtime_for(
+        self, profile_id: str, sid: str | None = None, channel_id: str | None = None
+    ) -> RuntimeContext:
+        """The runtime of a profile at a chat, spawned if needed (see ``Host.runtime_for``)."""
+        return (await self._host.runtime_for(profile_id, sid, channel_id)).context

@@ -1,12 +1,12 @@
 """The host's memory database and the skills folder synced into it.
 
-At start the host opens ``data/memory.db`` (``MemoryStore``) and shares it as ``services["memory"]``, with the
-retrieval settings of ``ishiki.yaml``'s ``memory`` block as ``services["memory_settings"]``, then syncs
-``skills/`` into it; on every reload tick (and on ``reload``) the skills folder is polled again, so added,
+At start the host opens ``data/memory.db`` (``MemoryStore``) and shares it as ``services.memory``, with the
+retrieval limit of ``ishiki.yaml``'s ``memory`` block as ``services.memory_limit``, then syncs ``skills/``
+into it; on every reload tick (and on ``reload``) the skills folder is polled again, so added,
 edited and removed skills apply without a restart.
 
 A database the host must not use (corrupt, another application's, a newer schema) is never touched: the error
-is logged with its hint, ``services["memory_error"]`` says why, and the host runs on without long-term
+is logged with its hint, ``services.memory_error`` says why, and the host runs on without long-term
 memory. Profiles keep answering; the memory extension reports the problem in ``/status``.
 """
 
@@ -26,13 +26,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ishiki_host.core.clock import Clock
+    from ishiki_host.plugins.services import HostServices
 
-__all__ = ["MEMORY_SERVICE", "HostMemory"]
+__all__ = ["HostMemory"]
 
 logger = logging.getLogger("ishiki_host.host")
-
-MEMORY_SERVICE = "memory"
-"""The key of the store in the host's ``services`` (``runtime.services["memory"]``)."""
 
 
 class HostMemory:
@@ -45,21 +43,21 @@ class HostMemory:
         self.error: str | None = None
         self.skills: SkillsWatcher | None = None
 
-    async def open(self, data_dir: Path, settings: Mapping[str, Any], services: dict[str, Any]) -> None:
+    async def open(self, data_dir: Path, settings: Mapping[str, Any], services: HostServices) -> None:
         """Open the store into ``services`` and sync the skills; a store that cannot be used is reported."""
-        services["memory_settings"] = RetrievalSettings.from_host(settings)
+        services.memory_limit = RetrievalSettings.from_host(settings).limit
         try:
             self.store = await MemoryStore.open(memory_db_path(data_dir), clock=self.clock)
         except StoreError as exc:
             self.error = str(exc)
-            services["memory_error"] = self.error
+            services.memory_error = self.error
             logger.error(
                 "memory: %s. The host runs without long-term memory, skills and /tools switches until this is "
                 "fixed; the personas keep answering.",
                 self.error,
             )
             return
-        services[MEMORY_SERVICE] = self.store
+        services.memory = self.store
         self.skills = SkillsWatcher(self.config_dir, self.store)
         await self.poll()
 

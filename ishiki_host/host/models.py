@@ -20,7 +20,7 @@ from ishiki_host.gateway.failover import FailoverPolicy
 if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.model import LanguageModel, ModelRequest, ModelResult, StreamEvent
-    from ishiki_host.gateway.gateway import CallRecord, Gateway
+    from ishiki_host.gateway.gateway import Gateway, ModelCallRecord
 
 __all__ = ["FailoverNotices", "ModelSlot", "failover_policy"]
 
@@ -69,7 +69,7 @@ class FailoverNotices:
         self._failing: dict[str, str] = {}  # member -> error kind
         self._announced: set[tuple[str, str]] = set()
 
-    def __call__(self, record: CallRecord) -> None:
+    def __call__(self, record: ModelCallRecord) -> None:
         if record.ref.startswith("probe:"):
             return
         if record.error_kind is not None:

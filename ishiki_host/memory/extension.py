@@ -2,10 +2,10 @@
 
 A profile turns it off with ``extends: {memory: {enable: false}}``. Per runtime, the instance:
 
-- ``ishiki_attach``: hands the host's memory store (``services["memory"]``) to the runtime's
-  ``SessionManager`` (which makes the row of its session on first need, so a new runtime writes nothing to
+- ``ishiki_attach``: hands the host's memory store (``services.memory``) to the runtime's sessions
+  (``sessions.use_store``: the row of its session is made on first need, so a new runtime writes nothing to
   the database before its first turn); with a ``model`` in the config, summaries are written by that model
-  instead of the profile's;
+  instead of the profile's (``sessions.summarize_with``);
 - ``ishiki_instructions``: the long-term memory section of each turn (``retrieval.memory_section``): the
   memories most relevant to the turn's new messages, readable at the turn's trust level;
 - ``ishiki_turn_finished``: what the profile's ``session.summarizer`` mode asks (``SessionPolicy``):
@@ -25,24 +25,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ishiki_host.channels.inbound import is_inbound
 from ishiki_host.errors import ConfigError, StoreError
-from ishiki_host.gateway.attribution import TurnCallModel, usage_purpose
+from ishiki_host.gateway.attribution import usage_purpose
 from ishiki_host.memory.overflow import OverflowRecovery, SessionPolicy, compact_if_needed
-from ishiki_host.memory.retrieval import RetrievalSettings, memory_section
-from ishiki_host.plugins.base import Extension
+from ishiki_host.memory.retrieval import memory_section
+from ishiki_host.plugins.base import Extension, PluginConfig
 from ishiki_host.plugins.hookspecs import hookimpl
 from ishiki_host.sessions.summarizer import Summarizer, remember_turn
 from ishiki_host.store.repos.memory_types import MAX_SEARCH
 
 if TYPE_CHECKING:
     from ishiki_host.core.model import LanguageModel
-    from ishiki_host.core.turns import TurnHandle
-    from ishiki_host.plugins.runtime_api import TurnReport
-    from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.plugins.runtime_api import RuntimeContext, TurnReport
     from ishiki_host.store.memory_store import MemoryStore
 
-__all__ = ["MEMORY_SCHEMA", "OVERFLOW_OFF_NOTICE", "MemoryExtension", "MemoryInstance", "memory_store_of"]
+__all__ = ["MEMORY_SCHEMA", "OVERFLOW_OFF_NOTICE", "MemoryExtension", "MemoryInstance"]
 
 MEMORY_SCHEMA: Mapping[str, Any] = {
     "type": "object",
@@ -68,30 +65,10 @@ OVERFLOW_OFF_NOTICE = (
 )
 
 
-def memory_store_of(services: Mapping[str, Any]) -> MemoryStore | None:
-    """The host's open memory store (``services["memory"]``), if there is one."""
-    store = services.get("memory")
-    return store if store is not None and hasattr(store, "memories") else None
-
-
-class _RetryStarter:
-    """Queues the retry of an overflowed turn at the level of the messages carried into the new session."""
-
-    def __init__(self, runtime: AgentRuntime):
-        self._rt = runtime
-
-    async def continue_(
-        self, prompt: str | None = None, *, reason: str | None = None, info: Mapping[str, Any] | None = None
-    ) -> TurnHandle:
-        carried = [entry for entry in await self._rt.sessions.window() if is_inbound(entry)]
-        self._rt.seed_pending(carried)  # the copies were appended by the sessions, not delivered: count them
-        return await self._rt.agent.continue_(prompt, reason=reason, info=info)
-
-
 class MemoryInstance:
     """The memory extension on one runtime (see the module docstring)."""
 
-    def __init__(self, runtime: AgentRuntime, config: Mapping[str, Any]):
+    def __init__(self, runtime: RuntimeContext, config: PluginConfig):
         self._rt = runtime
         self._limit: int | None = config.get("limit")
         self._model_ref: str | None = config.get("model")
@@ -113,30 +90,27 @@ class MemoryInstance:
             return self._rt.model
 
     @hookimpl
-    async def ishiki_attach(self, runtime: AgentRuntime) -> None:
+    async def ishiki_attach(self, runtime: RuntimeContext) -> None:
         """Give the sessions the store (and the summarizer model), and align the sessions table."""
         sessions = runtime.sessions
         model = self._model()
         if self._model_ref is not None:
-            sessions.summarizer = Summarizer(TurnCallModel(model), estimator=sessions.estimator)
-        self._summarizer = Summarizer(model, estimator=sessions.estimator)
-        self._recovery = OverflowRecovery(sessions, _RetryStarter(runtime), notify=runtime.gate.notice)
-        self.store = memory_store_of(runtime.services)
+            sessions.summarize_with(model)
+        self._summarizer = Summarizer(model)
+        self._recovery = OverflowRecovery(sessions, runtime.agent, notify=runtime.notice)
+        self.store = runtime.services.memory
         if self.store is None:
-            self.problem = runtime.services.get("memory_error") or "the host has no memory database open"
+            self.problem = runtime.services.memory_error or "the host has no memory database open"
             runtime.logger.warning("memory: %s; profile %s runs without long-term memory", self.problem, runtime.key)
             return
-        sessions.store = self.store  # its session's row is made on first need (sessions.ensure_started)
+        sessions.use_store(self.store)  # its session's row is made on first need (sessions.ensure_started)
 
     def limit(self) -> int:
         """How many memories a turn's prompt gets at most."""
-        if self._limit is not None:
-            return self._limit
-        settings = self._rt.services.get("memory_settings")
-        return settings.limit if isinstance(settings, RetrievalSettings) else RetrievalSettings().limit
+        return self._limit if self._limit is not None else self._rt.services.memory_limit
 
     @hookimpl
-    async def ishiki_instructions(self, runtime: AgentRuntime) -> str | None:
+    async def ishiki_instructions(self, runtime: RuntimeContext) -> str | None:
         """The long-term memory section for the running turn's new messages, at its trust level.
 
         A database failure leaves the section out of this turn (logged): the persona still answers.
@@ -162,13 +136,13 @@ class MemoryInstance:
             return None
 
     @hookimpl
-    async def ishiki_turn_finished(self, runtime: AgentRuntime, outcome: TurnReport) -> None:
+    async def ishiki_turn_finished(self, runtime: RuntimeContext, outcome: TurnReport) -> None:
         """Compact-and-retry, remember the exchange, or compact at the threshold, as the mode says."""
         overflowed = outcome.outcome.kind == "context_length"
         if self.policy.retry_on_overflow and self._recovery is not None:
             await self._recovery.handle(outcome.outcome)
         elif overflowed:
-            await runtime.gate.notice(OVERFLOW_OFF_NOTICE)
+            await runtime.notice(OVERFLOW_OFF_NOTICE)
         if overflowed:
             return
         if self.policy.remember_turns:
@@ -179,10 +153,10 @@ class MemoryInstance:
                 runtime.sessions,
                 context_window=runtime.context_window,
                 threshold=session.compact_threshold,
-                notify=runtime.gate.notice,
+                notify=runtime.notice,
             )
 
-    async def _remember(self, runtime: AgentRuntime, report: TurnReport) -> None:
+    async def _remember(self, runtime: RuntimeContext, report: TurnReport) -> None:
         if self.store is None or self._summarizer is None or report.status != "done" or not report.sent_ids:
             return  # a failed turn, or one that said nothing, leaves no memory
         try:
@@ -203,7 +177,7 @@ class MemoryInstance:
             )
 
     @hookimpl
-    async def ishiki_status(self, runtime: AgentRuntime) -> Sequence[str]:
+    async def ishiki_status(self, runtime: RuntimeContext) -> Sequence[str]:
         """``memory: N memories of this profile (retrieving up to L per turn)``, or why there are none."""
         if self.store is None:
             return [f"memory: unavailable ({self.problem})"]
@@ -222,6 +196,6 @@ class MemoryExtension(Extension):
     default_enabled: ClassVar[bool] = True
     config_schema: ClassVar[Mapping[str, Any]] = MEMORY_SCHEMA
 
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> MemoryInstance:
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> MemoryInstance:
         """The memory instance of one runtime."""
         return MemoryInstance(ctx, config)

@@ -27,7 +27,7 @@ from ishiki_host.sessions.summarizer import needs_compaction
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.turns import TurnHandle, TurnOutcome
-    from ishiki_host.sessions.manager import SessionChange, SessionManager
+    from ishiki_host.sessions.manager import SessionChange, Sessions
 
 __all__ = [
     "AUTO_COMPACT_NOTICE",
@@ -100,7 +100,7 @@ def unanswered_from(window: list[Entry], turn: int) -> int | None:
 
 
 async def compact_if_needed(
-    sessions: SessionManager, *, context_window: int, threshold: float, notify: Notify
+    sessions: Sessions, *, context_window: int, threshold: float, notify: Notify
 ) -> SessionChange | None:
     """The safety valve: compact when the session's estimate reached ``threshold`` × ``context_window``."""
     size = await sessions.size()
@@ -117,7 +117,7 @@ async def compact_if_needed(
 class OverflowRecovery:
     """Compact-and-retry after a ``context_length`` failure, once per failure (one per runtime)."""
 
-    def __init__(self, sessions: SessionManager, agent: TurnStarter, notify: Notify):
+    def __init__(self, sessions: Sessions, agent: TurnStarter, notify: Notify):
         self._sessions = sessions
         self._agent = agent
         self._notify = notify

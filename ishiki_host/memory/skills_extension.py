@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ishiki_host.memory.extension import memory_store_of
 from ishiki_host.memory.skills import SKILL_TRUST, SkillScheme, enabled_names, profile_skills, skills_section
-from ishiki_host.plugins.base import Extension
+from ishiki_host.plugins.base import Extension, PluginConfig
 from ishiki_host.plugins.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.store.memory_store import MemoryStore
 
 __all__ = ["SKILLS_SCHEMA", "SkillsExtension", "SkillsInstance"]
@@ -49,15 +48,15 @@ SKILLS_SCHEMA: Mapping[str, Any] = {
 class SkillsInstance:
     """The skills extension on one runtime (see the module docstring)."""
 
-    def __init__(self, runtime: AgentRuntime, config: Mapping[str, Any]):
+    def __init__(self, runtime: RuntimeContext, config: PluginConfig):
         self._rt = runtime
         self.enabled = enabled_names(config)
         self.store: MemoryStore | None = None
 
     @hookimpl
-    def ishiki_attach(self, runtime: AgentRuntime) -> Callable[[], None] | None:
+    def ishiki_attach(self, runtime: RuntimeContext) -> Callable[[], None] | None:
         """Serve ``skill://`` from the host's skill table."""
-        self.store = memory_store_of(runtime.services)
+        self.store = runtime.services.memory
         if self.store is None:
             runtime.logger.warning("skills: no memory database is open, so no skills are served")
             return None
@@ -75,7 +74,7 @@ class SkillsInstance:
             self._rt.logger.warning("skills: %s enables %r, which is no skill in skills/ (yet)", self._rt.key, name)
 
     @hookimpl
-    async def ishiki_instructions(self, runtime: AgentRuntime) -> str | None:
+    async def ishiki_instructions(self, runtime: RuntimeContext) -> str | None:
         """The profile's skills, for turns trusted enough to use them."""
         trust = runtime.turn_state.trust
         if self.store is None or trust == "untrusted":
@@ -83,7 +82,7 @@ class SkillsInstance:
         return skills_section(await profile_skills(self.store, self.enabled), trust)
 
     @hookimpl
-    async def ishiki_status(self, runtime: AgentRuntime) -> Sequence[str]:
+    async def ishiki_status(self, runtime: RuntimeContext) -> Sequence[str]:
         """``skills: 2 (brew-tea, haiku)``."""
         if self.store is None:
             return ["skills: unavailable (no memory database)"]
@@ -100,6 +99,6 @@ class SkillsExtension(Extension):
     default_enabled: ClassVar[bool] = True
     config_schema: ClassVar[Mapping[str, Any]] = SKILLS_SCHEMA
 
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> SkillsInstance:
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> SkillsInstance:
         """The skills instance of one runtime."""
         return SkillsInstance(ctx, config)

@@ -12,7 +12,7 @@ message goes to the model as text, so "/shrug" or a path like "/etc/hosts" still
 
 A handler gets a ``CommandContext``: who sent the command (``sender``, ``platform:userId``) at which trust
 level, where from (``channel``), the runtime (``runtime``: key, profile, agent, fact log, services), the command
-table, the runtime's sessions and a ``HostView`` for what only the host knows (model and breaker state,
+table and a ``HostView`` for what only the host knows (model and breaker state,
 extension status lines, the tool surface). ``reply`` sends text to the channel the command came from; a handler
 may use it for a progress line and return the final reply.
 """
@@ -31,10 +31,8 @@ from ishiki_host.core.tools import TRUST_ORDER
 if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.plugins.runtime_api import RuntimeContext
-    from ishiki_host.sessions.manager import SessionManager
-    from ishiki_host.store.memory_store import MemoryStore
 
-__all__ = ["Command", "CommandContext", "CommandHandler", "CommandMatch", "CommandTable", "HostView", "memory_store"]
+__all__ = ["Command", "CommandContext", "CommandHandler", "CommandMatch", "CommandTable", "HostView"]
 
 logger = logging.getLogger(__name__)
 
@@ -204,11 +202,6 @@ class CommandContext(Protocol):
         ...
 
     @property
-    def sessions(self) -> SessionManager:
-        """The runtime's sessions (``/clear``, ``/compact``, ``/memory``)."""
-        ...
-
-    @property
     def host(self) -> HostView:
         """What only the host knows."""
         ...
@@ -216,9 +209,3 @@ class CommandContext(Protocol):
     async def reply(self, text: str) -> None:
         """Send ``text`` to the channel the command came from."""
         ...
-
-
-def memory_store(ctx: CommandContext) -> MemoryStore | None:
-    """The host's memory store (``runtime.services["memory"]``), if it is open."""
-    store = ctx.runtime.services.get("memory")
-    return store if store is not None and hasattr(store, "memories") else None

@@ -8,8 +8,10 @@ the hook's arguments. Hooks only grow: arguments are added, never renamed or rem
 pluggy is synchronous: an implementation may be ``async def``, in which case it returns a coroutine that the
 host awaits (``ishiki_host.plugins.hooks.await_results``). No hook is ``firstresult`` and none takes wrappers.
 
-``runtime`` is the ``RuntimeContext`` of the runtime the instance is mounted on (defined by the runtime; typed
-``Any`` here): its key, profile, clock, resource center, ``wake(prompt)`` and logger.
+``runtime`` is the ``RuntimeContext`` of the runtime the instance is mounted on
+(``ishiki_host.plugins.runtime_api``): its key, profile, clock, resource center, sessions, services,
+``wake(prompt)``, ``notice(text)`` and logger. Extensions contribute tools, instructions, commands, status
+lines and lifecycle; which tools a turn may use (trust, plugin switches) is the host's to decide.
 
 Hooks are grouped by phase: lifecycle (attach, stop), every turn (tools, instructions, turn finished), and
 the command layer (commands, status).
@@ -17,13 +19,15 @@ the command layer (commands, status).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pluggy
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
+    from ishiki_host.plugins.commands import Command
+    from ishiki_host.plugins.runtime_api import Dispose, RuntimeContext, TurnReport
 
 __all__ = [
     "PHASES",
@@ -57,7 +61,7 @@ PHASES: dict[str, tuple[str, ...]] = {
 
 
 @hookspec
-def ishiki_attach(runtime: Any) -> Callable[[], object] | None:
+def ishiki_attach(runtime: RuntimeContext) -> Dispose | None:
     """Called once after the runtime is constructed, before its first turn.
 
     Set up subscriptions, timers and resource schemes here. Return a dispose callable (sync, or returning an
@@ -67,7 +71,7 @@ def ishiki_attach(runtime: Any) -> Callable[[], object] | None:
 
 
 @hookspec
-def ishiki_stop(runtime: Any) -> None:
+def ishiki_stop(runtime: RuntimeContext) -> None:
     """Called when the runtime stops: evicted when idle, reloaded, or the host exits.
 
     Always called, once per runtime, even when a turn failed or another extension's stop raised; an exception
@@ -80,7 +84,7 @@ def ishiki_stop(runtime: Any) -> None:
 
 
 @hookspec
-def ishiki_tools(runtime: Any) -> Sequence[Tool]:
+def ishiki_tools(runtime: RuntimeContext) -> Sequence[Tool]:
     """Called at the start of every turn to collect the tools this extension offers in that turn.
 
     Implementations are asked in ``extends`` order and their tools are offered in that order after the kernel
@@ -92,7 +96,7 @@ def ishiki_tools(runtime: Any) -> Sequence[Tool]:
 
 
 @hookspec
-def ishiki_instructions(runtime: Any) -> str | None:
+def ishiki_instructions(runtime: RuntimeContext) -> str | None:
     """Called at the start of every turn to collect this extension's part of the system prompt.
 
     Implementations are asked in ``extends`` order; each non-empty string becomes one section after the
@@ -102,11 +106,11 @@ def ishiki_instructions(runtime: Any) -> str | None:
 
 
 @hookspec
-def ishiki_turn_finished(runtime: Any, outcome: Any) -> None:
+def ishiki_turn_finished(runtime: RuntimeContext, outcome: TurnReport) -> None:
     """Called after every turn of the runtime, whatever its end (done, failed or aborted).
 
     ``outcome`` describes the end of the turn (its state, the error when it failed, the ids of the messages it
-    sent): a ``TurnReport`` (``ishiki_host.runtime.turnstate``) with ``turn``, ``status``, ``reason``, ``error``,
+    sent): a ``TurnReport`` (``ishiki_host.plugins.runtime_api``) with ``turn``, ``status``, ``reason``, ``error``,
     ``inbound`` (the entries the turn answered), ``sent_ids``, the agent's ``outcome`` and ``trust`` (the level
     the turn ran at). It runs in the background after the reply was sent (the next turn need not wait for it),
     so use it for work such as summarizing. An extension switched off with ``/extensions`` is not called. The
@@ -118,11 +122,11 @@ def ishiki_turn_finished(runtime: Any, outcome: Any) -> None:
 
 
 @hookspec
-def ishiki_commands(runtime: Any) -> Sequence[Any]:
+def ishiki_commands(runtime: RuntimeContext) -> Sequence[Command]:
     """Called when the runtime's command table is built, to collect this extension's slash commands.
 
-    Return ``ishiki_host.commands.Command`` objects (name, aliases, help text, required trust level and an
-    async handler ``handler(ctx, args)`` getting a ``CommandContext``). A command is never sent to the model
+    Return ``Command`` objects (name, aliases, help text, required trust level and an async handler
+    ``handler(ctx, args)`` getting a ``CommandContext``). A command is never sent to the model
     and is gated by the sender's trust level. Names are matched case-insensitively; a name already taken is
     reported and skipped. The table is built once, when the runtime starts (after ``ishiki_attach``).
     """
@@ -130,7 +134,7 @@ def ishiki_commands(runtime: Any) -> Sequence[Any]:
 
 
 @hookspec
-def ishiki_status(runtime: Any) -> Sequence[str]:
+def ishiki_status(runtime: RuntimeContext) -> Sequence[str]:
     """Called by ``/status`` to collect this extension's status lines.
 
     Return short human-readable lines (e.g. ``memory: 124 memories``); they are shown in ``extends`` order

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import logging
@@ -40,10 +40,13 @@ if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.hooks import AgentHooks
+    from ishiki_host.core.jsontypes import Json
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import TrustLevel
     from ishiki_host.core.turns import TurnHandle, TurnOutcome, TurnStatus
+    from ishiki_host.plugins.services import HostServices
     from ishiki_host.resources import ResourceCenter
+    from ishiki_host.sessions.manager import Sessions
 
 __all__ = [
     "ContextEngineInstance",
@@ -115,17 +118,19 @@ class TurnReport:
 
 @runtime_checkable
 class RuntimeContext(Protocol):
-    """One runtime as its engines and extensions see it.
+    """One runtime as its engines and extensions see it: everything a plugin may use, and nothing more.
 
     ``model`` is the profile's shared underlying model (never mutated; toolcall engines wrap it per runtime);
     ``models(ref)`` gives any other model of ``models.yaml`` (a group or ``provider:modelId``) for background
     calls such as judges and summarizers, which pass ``priority="background"`` in their requests.
-    ``services`` holds host-wide services by name (``memory``: the ``MemoryStore`` once ``data/memory.db`` is
-    open, ``memory_error`` saying why it is not; ``memory_settings``; ``timezone``, the IANA name of
-    ``ishiki.yaml``'s ``timezone``, which the standard context engine shows message times in; ``runtimes``:
-    the host), so plugins reach them without importing the host. ``turn_state`` is the running turn's trust
+    ``services`` is what the host shares with every runtime (``HostServices``: the memory database, the time
+    zone, the host's runtimes, host-wide objects by typed key). ``turn_state`` is the running turn's trust
     level and the inbound messages new in it (what a turn's instructions are about). ``spawn`` runs background
-    work (an update after a turn) off the path of turns, in the runtime's task group.
+    work (an update after a turn) off the path of turns, in the runtime's task group. ``notice`` is the host
+    speaking in the chat (not the persona: nothing is recorded).
+
+    What a turn may use is the host's to decide: there is no member to reorder or remove tools, change trust
+    or switch plugins. A member an older host offered says what replaces it when used.
     """
 
     @property
@@ -214,8 +219,13 @@ class RuntimeContext(Protocol):
         ...
 
     @property
-    def services(self) -> dict[str, Any]:
-        """Host-wide services by name (``memory``...)."""
+    def services(self) -> HostServices:
+        """What the host shares with every runtime (``HostServices``)."""
+        ...
+
+    @property
+    def sessions(self) -> Sessions:
+        """The runtime's sessions: ``/clear``, ``/compact``, the window of the current session."""
         ...
 
     def models(self, ref: str) -> LanguageModel:
@@ -225,20 +235,25 @@ class RuntimeContext(Protocol):
     def spawn(self, fn: Callable[[], Awaitable[object]], *, name: str) -> None:
         """Run ``fn()`` in the runtime's task group, so a turn (or the next one) never waits for it.
 
-        For background work such as a summary after a turn: ``on_turn_finish`` runs before the agent takes its
-        next turn, so work done there delays the next reply. The task is cancelled when the runtime stops; an
-        exception it raises is logged with ``name``, never raised to anyone.
+        For background work such as a summary after a turn: ``ishiki_turn_finished`` runs before the agent
+        takes its next turn, so work done there delays the next reply. The task is cancelled when the runtime
+        stops; an exception it raises is logged with ``name``, never raised to anyone.
         """
         ...
 
     async def wake(
-        self, prompt: str | None = None, *, priority: Priority = "interactive", info: Mapping[str, Any] | None = None
+        self, prompt: str | None = None, *, priority: Priority = "interactive", info: Mapping[str, Json] | None = None
     ) -> TurnHandle:
         """Start a turn now (queued behind a running one); a missing or blank prompt is "Continue.".
 
         ``info`` (JSON-able) is recorded in the turn's trigger (``turn.start``, ``Turn.triggers``), so hooks can
         tell which wake started a turn (heartbeats put ``{"heartbeat": <beat id>}`` there).
         """
+        ...
+
+    async def notice(self, text: str, target: Target | None = None) -> bool:
+        """Send one line from the host (not the persona) to ``target``, by default where the persona replies;
+        whether it went out. Notices are not recorded in the fact log."""
         ...
 
 

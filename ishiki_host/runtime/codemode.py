@@ -9,8 +9,8 @@ With codemode on, the tools of a turn split three ways (``split_for_codemode``):
 - program only: every other tool leaves the model's list; the ``codemode`` tool's description lists it as a
   typed signature.
 
-A program's ``await tools.x(input)`` runs the real tool through the agent's dispatch (``Agent.dispatch_within``):
-unknown-tool and JSON Schema checks, the ``before_tool_call`` hooks (trust at dispatch), the tool deadline,
+A program's ``await tools.x(input)`` runs the real tool as the model's own calls run (``Agent.call_tool``):
+unknown-tool and JSON Schema checks, the ``before_tool_call`` hooks (trust when a tool is called), the tool deadline,
 the events and the ``after_tool_call`` hooks (archiving) apply as to a direct call. Only the tools the turn's
 trust allows are in the program's ``tools`` object. The program gets the tool's value (the structured data
 of its result, else its text, never the model's archived view of it); an error result rejects that call's
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
     from ishiki_host.config.profile_types import CodemodeConfig
     from ishiki_host.core.tools import ToolContext
-    from ishiki_host.core.turns import CallRecord
-    from ishiki_host.runtime.turnstate import TurnState
+    from ishiki_host.core.turns import ToolCallRecord
+    from ishiki_host.plugins.runtime_api import TurnView
     from ishiki_host.tools.codemode import ProgramResult, ToolFn
 
 __all__ = [
@@ -58,7 +58,7 @@ DIRECT_ONLY = frozenset({"finish", "wait"})
 
 
 class _Dispatch(Protocol):
-    async def dispatch_within(self, call: ToolCall, tools: Sequence[Tool]) -> CallRecord: ...
+    async def call_tool(self, call: ToolCall, tools: Sequence[Tool]) -> ToolCallRecord: ...
 
 
 class ProgramHost(Protocol):
@@ -66,11 +66,11 @@ class ProgramHost(Protocol):
 
     @property
     def agent(self) -> _Dispatch:
-        """The agent, whose dispatch runs the calls."""
+        """The agent, which runs the calls."""
         ...
 
     @property
-    def turn_state(self) -> TurnState:
+    def turn_state(self) -> TurnView:
         """The running turn (its trust level)."""
         ...
 
@@ -130,7 +130,7 @@ async def _run(code: str, tools: Sequence[Tool], limits: Limits, host: ProgramHo
     def bind(tool: Tool) -> ToolFn:
         async def call(arguments: dict[str, Any]) -> Any:
             nested = ToolCall(f"{context.call.id}/{next(numbers)}", tool.name, arguments)
-            record = await host.agent.dispatch_within(nested, reachable)
+            record = await host.agent.call_tool(nested, reachable)
             if record.result.is_error:
                 raise ToolError(record.result.content)
             return program_value(record.result)

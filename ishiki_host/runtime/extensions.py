@@ -19,6 +19,8 @@ from ishiki_host.plugins.hooks import InstanceHooks, await_results
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
+    from ishiki_host.plugins.commands import Command
+    from ishiki_host.plugins.runtime_api import RuntimeContext, TurnReport
 
 __all__ = ["MountedExtensions"]
 
@@ -26,7 +28,7 @@ __all__ = ["MountedExtensions"]
 class MountedExtensions:
     """The extension instances of one runtime (see the module docstring)."""
 
-    def __init__(self, runtime: Any, logger: logging.Logger):
+    def __init__(self, runtime: RuntimeContext, logger: logging.Logger):
         self._runtime = runtime
         self._logger = logger
         self._mounted: list[tuple[str, InstanceHooks]] = []
@@ -88,13 +90,13 @@ class MountedExtensions:
             sections.extend(s for s in found if isinstance(s, str) and s.strip())
         return sections
 
-    async def turn_finished(self, report: Any, only: Collection[str] | None = None) -> None:
+    async def turn_finished(self, report: TurnReport, only: Collection[str] | None = None) -> None:
         """``ishiki_turn_finished`` of every instance; exceptions are logged."""
         await self._each("ishiki_turn_finished", only, outcome=report)
 
-    async def commands(self) -> list[tuple[str, list[Any]]]:
+    async def commands(self) -> list[tuple[str, list[Command]]]:
         """Each extension's ``ishiki_commands``, in order; an exception is logged and that extension adds none."""
-        found: list[tuple[str, list[Any]]] = []
+        found: list[tuple[str, list[Command]]] = []
         for name, results in await self._each("ishiki_commands", None):
             found.append((name, [command for batch in results for command in (batch or ())]))
         return found

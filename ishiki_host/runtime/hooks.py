@@ -1,6 +1,6 @@
 """The runtime's own agent hooks, composed after the engines' hooks.
 
-- **Trust at dispatch.** Before each step the tools above the turn's trust level are removed (a message that
+- **Trust when a tool is called.** Before each step the tools above the turn's trust level are removed (a message that
   joined the turn may have lowered it), and a call to such a tool is blocked even if a model names it.
 - **Large outputs.** A tool result longer than ``resources.artifactThresholdChars`` is archived as
   ``artifact://<tool>/<id>.txt`` with the tool's trust level (turns below it cannot read it); the model gets
@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.hooks import AgentHooks, Block, Stop
 from ishiki_host.core.tools import ToolResult, trust_allows
@@ -25,63 +26,20 @@ if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.messages import Message, ToolCall
-    from ishiki_host.core.turns import CallRecord, Step
+    from ishiki_host.core.turns import Step, ToolCallRecord
+    from ishiki_host.plugins.runtime_api import TurnView
     from ishiki_host.resources import ArtifactStore
     from ishiki_host.runtime.images import ImageResolver
     from ishiki_host.runtime.outbound import RuntimeOutbox
-    from ishiki_host.runtime.turnstate import TurnState
 
-__all__ = ["HooksHost", "RuntimeHooks", "stop_reason"]
+__all__ = ["RuntimeHooks", "stop_reason"]
 
 logger = logging.getLogger(__name__)
 
 _NOT_ARCHIVED = frozenset({"read"})  # read pages are already bounded; archiving one would only nest URLs
 
 
-class HooksHost(Protocol):
-    """What the hooks need of their runtime."""
-
-    @property
-    def profile(self) -> Profile:
-        """The profile."""
-        ...
-
-    @property
-    def turn_state(self) -> TurnState:
-        """The running turn's trust and inbound messages."""
-        ...
-
-    @property
-    def log(self) -> FactLog:
-        """The fact log."""
-        ...
-
-    @property
-    def outbox(self) -> RuntimeOutbox:
-        """Where replies go."""
-        ...
-
-    @property
-    def toolcall_engine(self) -> Any:
-        """The toolcall engine's instance (``text_is_reply`` says whether plain text is a reply)."""
-        ...
-
-    @property
-    def artifacts(self) -> ArtifactStore:
-        """Where large outputs are archived."""
-        ...
-
-    @property
-    def images(self) -> ImageResolver:
-        """Image part resolution."""
-        ...
-
-    def admit_joined(self) -> None:
-        """Count inbound messages that joined the running turn (they may lower its trust)."""
-        ...
-
-
-def _ok(record: CallRecord) -> bool:
+def _ok(record: ToolCallRecord) -> bool:
     return record.status == "ran" and not record.result.is_error
 
 
@@ -98,34 +56,54 @@ def stop_reason(step: Step) -> str | None:
 
 
 class RuntimeHooks(AgentHooks):
-    """See the module docstring."""
+    """See the module docstring. ``turn`` reads the running turn; ``admit_joined`` counts the inbound messages
+    that joined it (they may lower its trust); ``text_is_reply`` is false when the toolcall engine says the
+    text its model writes is not meant for the person."""
 
-    def __init__(self, host: HooksHost):
-        self._host = host
+    def __init__(
+        self,
+        profile: Profile,
+        turn: Callable[[], TurnView],
+        log: FactLog,
+        outbox: RuntimeOutbox,
+        artifacts: ArtifactStore,
+        images: ImageResolver,
+        admit_joined: Callable[[], None],
+        *,
+        text_is_reply: bool = True,
+    ):
+        self._profile = profile
+        self._turn = turn
+        self._log = log
+        self._outbox = outbox
+        self._artifacts = artifacts
+        self._images = images
+        self._admit_joined = admit_joined
+        self._text_is_reply = text_is_reply
 
     async def prepare_step(self, step: Step) -> None:
         """Let joined messages lower the trust level, then drop the tools above it."""
         if step.index > 1:
-            self._host.admit_joined()
-        trust = self._host.turn_state.trust
+            self._admit_joined()
+        trust = self._turn().trust
         step.tools[:] = [tool for tool in step.tools if trust_allows(trust, tool.trust)]
 
     async def before_tool_call(self, call: ToolCall, step: Step) -> Block | None:
         """Refuse a tool above the turn's trust level (even if an engine offered it)."""
         tool = step.tool(call.name)
-        trust = self._host.turn_state.trust
+        trust = self._turn().trust
         if tool is not None and not trust_allows(trust, tool.trust):
             return Block(f"{call.name} needs trust {tool.trust}; this turn is {trust}")
         return None
 
     async def after_tool_call(self, call: ToolCall, result: ToolResult, step: Step) -> ToolResult:
         """Archive a result longer than the profile's threshold."""
-        limit = self._host.profile.resources.artifact_threshold_chars
+        limit = self._profile.resources.artifact_threshold_chars
         if result.is_error or call.name in _NOT_ARCHIVED or len(result.content) <= limit:
             return result
         tool = step.tool(call.name)
         try:
-            archived = await self._host.artifacts.archive_if_large(
+            archived = await self._artifacts.archive_if_large(
                 call.name,
                 result.content,
                 original=_original(result),
@@ -139,7 +117,7 @@ class RuntimeHooks(AgentHooks):
 
     async def transform_messages(self, messages: list[Message], step: Step) -> list[Message]:
         """Resolve image parts for the model."""
-        return await self._host.images.resolve(messages)
+        return await self._images.resolve(messages)
 
     async def on_step_finish(self, step: Step) -> Stop | None:
         """The stop rule; ``reply_with_text`` for a step that called no tool."""
@@ -153,11 +131,10 @@ class RuntimeHooks(AgentHooks):
 
     def _replies_with_text(self) -> bool:
         """The profile sends plain text, and the toolcall engine says its text is meant for the person."""
-        engine = self._host.toolcall_engine
-        return self._host.profile.reply_with_text and getattr(engine, "text_is_reply", True) is not False
+        return self._profile.reply_with_text and self._text_is_reply
 
     async def _reply_with_text(self, step: Step, text: str) -> None:
-        outbox = self._host.outbox
+        outbox = self._outbox
         target = outbox.default_target() if outbox.needs_target else None
         outcome = await outbox.send([text], target, None)
         record: dict[str, Any] = {"kind": "reply_with_text", "ids": list(outcome.ids)}
@@ -166,7 +143,7 @@ class RuntimeHooks(AgentHooks):
         if not outcome.ok:
             record["error"] = outcome.error
             logger.warning("turn %s: the text reply was not sent: %s", step.turn.number, outcome.error)
-        await self._host.log.append("custom", record, turn=step.turn.number)
+        await self._log.append("custom", record, turn=step.turn.number)
 
 
 def _original(result: ToolResult) -> Any:

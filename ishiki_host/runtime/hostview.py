@@ -10,14 +10,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.runtime.switches import enabled_extensions
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
-    from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.plugins.runtime_api import RuntimeContext
+    from ishiki_host.runtime.extensions import MountedExtensions
 
 __all__ = ["RuntimeHostView", "breaker_line"]
 
@@ -40,8 +41,17 @@ def breaker_line(member: str, status: Mapping[str, Any]) -> str:
 class RuntimeHostView:
     """The ``HostView`` of one runtime (see the module docstring)."""
 
-    def __init__(self, runtime: AgentRuntime):
+    def __init__(
+        self,
+        runtime: RuntimeContext,
+        extensions: MountedExtensions,
+        tools: Callable[[], Sequence[Tool]],
+        wait: Callable[[], Tool | None],
+    ):
         self._rt = runtime
+        self._extensions = extensions
+        self._tools = tools
+        self._wait = wait
 
     async def model_status(self) -> Sequence[str]:
         """The model and its members' breaker states."""
@@ -57,24 +67,24 @@ class RuntimeHostView:
         return lines
 
     async def _enabled(self) -> list[str]:
-        names = self._rt.extensions.names
-        return await enabled_extensions(self._rt.services.get("memory"), self._rt.profile.id, names)
+        names = self._extensions.names
+        return await enabled_extensions(self._rt.services.memory, self._rt.profile.id, names)
 
     async def extension_status(self) -> Sequence[str]:
         """The status lines of the extensions switched on, and a line naming those switched off."""
         enabled = await self._enabled()
-        lines = await self._rt.extensions.status(only=enabled)
-        off = [name for name in self._rt.extensions.names if name not in enabled]
+        lines = await self._extensions.status(only=enabled)
+        off = [name for name in self._extensions.names if name not in enabled]
         if off:
             lines.append(f"extensions switched off: {', '.join(off)}")
         return lines
 
     async def tool_surface(self) -> Sequence[Tool]:
         """Every tool a turn could offer before switches and trust filter it."""
-        rt = self._rt
-        tools: list[Tool] = [*rt.extra_tools, *rt.kernel_tools]
-        for _, offered in await rt.extensions.tools(only=await self._enabled()):
+        tools: list[Tool] = list(self._tools())
+        for _, offered in await self._extensions.tools(only=await self._enabled()):
             tools.extend(offered)
-        if rt.wait_tool is not None:
-            tools.append(rt.wait_tool)
+        wait = self._wait()
+        if wait is not None:
+            tools.append(wait)
         return tools

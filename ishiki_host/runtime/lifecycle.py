@@ -1,85 +1,86 @@
-"""The life of one runtime: start, serve, stop, and the bookkeeping in between.
+"""The life of one runtime: its state, its activity, its background work, and the order it stops in.
 
-Start, in order: take the home (``HomeLocks``), open the fact log, build the resource center and the kernel
-tools, create the engine instances (context, toolcall, wakeup) and the extension instances, build the agent
-and the session manager, start the agent (it repairs the log after a crash), attach the extensions, build the
-command table (built-ins and the extensions' commands), then attach the wakeup engine, and re-run
-the wake decision for what a crashed or stopped turn left unanswered, and for input the host made durable but
-died before deciding on (``ishiki_host.host.resume``). Any failure before ``ready`` undoes what was done
-and raises ``RuntimeStartFailed``.
+``Lifecycle.run(task_status, open, begin, release)`` is the runtime's task. It takes the home (``HomeLocks``), calls
+``open()`` (the runtime makes its parts and binds its log and agent here: ``bind_log``, ``bind_agent``), opens the
+runtime's task group and calls ``begin(tg)`` (the runtime starts the agent, attaches its plugins and decides on what
+it owes), reports ready, and serves until ``stop``. Any failure before ``ready`` undoes what was done and raises
+``RuntimeStartFailed``.
 
 Stop, always (a requested stop, eviction, reload, host exit, or cancellation): refuse input, clear the
 waiter, let deliveries in progress be decided on and turns and the work after them (which may queue a retry)
 finish for the grace (then abort the turns: the log marks them to be resumed; queued turns the stop drops leave
-the marker out), wait for the rest of the background work within the grace, call every extension's
-``ishiki_stop`` and dispose (reverse order), dispose the wakeup engine, write pending usage entries, append the
-clean-stop marker (``runtime.stop``) and close the log. A turn that could not write the log (``log_failed``: a
-full disk) stops the runtime at once and without the marker, so its next start recovers from what the log holds.
+the marker out), wait for the rest of the background work within the grace, call ``release()`` (the runtime
+stops its extensions and wakeup engine), write pending usage entries, append the clean-stop marker
+(``runtime.stop``) and close the log. A turn that could not write the log (``log_failed``: a full disk) stops
+the runtime at once and without the marker, so its next start recovers from what the log holds.
+
+Activity: the runtime is idle (``idle_for``) only while no turn runs or is queued, no delivery or background
+work is under way, no wait is armed and every started turn's end was handled. While an interactive turn runs,
+the channel it answers shows typing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
-from collections.abc import Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ishiki_host.core.agent import Agent
-from ishiki_host.core.factlog import FactLog
-from ishiki_host.core.tokens import make_estimator
 from ishiki_host.errors import AgentStopped, RuntimeStartFailed
-from ishiki_host.gateway.attribution import TurnCallModel
-from ishiki_host.resources import create_runtime_resources
-from ishiki_host.runtime.images import ImageResolver
-from ishiki_host.runtime.outbound import RuntimeOutbox
-from ishiki_host.runtime.tail import STOP_EVENT, scan_tail
-from ishiki_host.sessions.manager import SessionManager
-from ishiki_host.sessions.summarizer import Summarizer
-from ishiki_host.tools.kernel import make_finish_tool, make_send_message_tool, make_wait_tool
-from ishiki_host.tools.read import make_read_tool
+from ishiki_host.runtime.tail import STOP_EVENT
 
 if TYPE_CHECKING:
+    import logging
+
     from anyio.abc import TaskGroup, TaskStatus
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from ishiki_host.addresses.ids import Target
+    from ishiki_host.addresses.keys import RuntimeKey
+    from ishiki_host.core.agent import Agent
     from ishiki_host.core.clock import Clock
-    from ishiki_host.core.tools import Tool
+    from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.turns import Turn
-    from ishiki_host.resources import RuntimeResources
-    from ishiki_host.runtime.parts import EngineUse
-    from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.runtime.outbound import Outlets
+    from ishiki_host.runtime.parts import HomeLocks
+    from ishiki_host.runtime.waiter import Waiter
 
 __all__ = ["TYPING_INTERVAL", "Lifecycle"]
 
 TYPING_INTERVAL = 4.0  # platforms show "typing" for about five seconds
 _USAGE_BUFFER = 1_000
-_SCAN_BACK = 500
-T = TypeVar("T")  # entries read back at start to find unanswered input and the last channel
-_token_estimator = functools.cache(make_estimator)  # tiktoken when usable offline, else the estimate; chosen once
 
 
 class Lifecycle:
-    """Start, stop and activity of one runtime (see the module docstring)."""
+    """State, activity and stop of one runtime (see the module docstring)."""
 
-    def __init__(self, runtime: AgentRuntime, clock: Clock):
-        self._rt = runtime
+    def __init__(
+        self,
+        key: RuntimeKey,
+        logger: logging.Logger,
+        clock: Clock,
+        *,
+        home: Path,
+        homes: HomeLocks,
+        waiter: Waiter,
+        outlets: Outlets,
+        shutdown_grace: float,
+    ):
+        self._key = key
+        self._logger = logger
         self._clock = clock
+        self._home = home
+        self._homes = homes
+        self._waiter = waiter
+        self._outlets = outlets
+        self._shutdown_grace = shutdown_grace
         self.state = "new"
-        self.log: FactLog | None = None
-        self.resources: RuntimeResources | None = None
-        self.outbox: RuntimeOutbox | None = None
-        self.images: ImageResolver | None = None
-        self.agent: Agent | None = None
-        self.sessions: SessionManager | None = None
-        self.kernel: tuple[Tool, ...] = ()
-        self.wait: Tool | None = None
-        self.last_target: Target | None = None
+        self._agent: Agent | None = None
+        self._log: FactLog | None = None
         self._tg: TaskGroup | None = None
-        self._wakeup_dispose: Any = None
+        self._release: Callable[[], Awaitable[None]] | None = None
         self._stop_requested = anyio.Event()
         self._closed = anyio.Event()
         self._changed = anyio.Event()
@@ -101,11 +102,13 @@ class Lifecycle:
         self._usage_in: MemoryObjectSendStream[dict[str, Any]] | None = None
         self._usage_done = anyio.Event()
 
-    def need(self, value: T | None, name: str) -> T:
-        """``value`` (a part that exists once the runtime started); a clear ``AgentStopped`` before that."""
-        if value is None:
-            raise AgentStopped(f"runtime {self._rt.key}: its {name} does not exist yet (the runtime is {self.state})")
-        return value
+    def bind_log(self, log: FactLog) -> None:
+        """The fact log the runtime opened: stopping marks and closes it (whatever fails after this)."""
+        self._log = log
+
+    def bind_agent(self, agent: Agent) -> None:
+        """The runtime's agent: stopping ends its turns."""
+        self._agent = agent
 
     # -- activity ---------------------------------------------------------------------------------------
 
@@ -128,16 +131,16 @@ class Lifecycle:
 
     def idle_for(self) -> float | None:
         """Seconds since the last activity, ``None`` while anything is going on."""
-        agent = self.agent
+        agent = self._agent
         busy = agent is None or agent.busy or agent.queued or self._delivering or self._background
-        if self.state != "ready" or busy or self._rt.waiter.armed or self._started != self._ended:
+        if self.state != "ready" or busy or self._waiter.armed or self._started != self._ended:
             return None
         return self._clock.monotonic() - self._last_active
 
     async def settled(self) -> None:
         """Until no turn runs or is queued and every started turn's end was handled."""
         while True:
-            agent = self.agent
+            agent = self._agent
             if agent is not None and agent.state in ("ready", "starting"):
                 await agent.wait_idle()
             agent_idle = agent is None or not (agent.busy or agent.queued)
@@ -172,14 +175,14 @@ class Lifecycle:
         Once the runtime is stopping, nothing new starts (``work`` is closed unrun).
         """
         if self._tg is None or self._shut or self.state == "stopped":
-            self._rt.logger.debug("background work not started: runtime %s is stopping", self._rt.key)
+            self._logger.debug("background work not started: runtime %s is stopping", self._key)
             work.close()
             return
         self._background += 1
         self._tg.start_soon(self._run_background, work)
 
     async def background_done(self) -> None:
-        """Until no work handed to ``background`` (``spawn``) is running."""
+        """Until no work handed to ``background`` is running."""
         while self._background:
             await self._changed.wait()
 
@@ -187,7 +190,7 @@ class Lifecycle:
         try:
             await work
         except Exception:
-            self._rt.logger.exception("background work of runtime %s failed", self._rt.key)
+            self._logger.exception("background work of runtime %s failed", self._key)
         finally:
             self._background -= 1
             self._notify(active=False)  # idle time counts from the last input or turn, not from background work
@@ -200,14 +203,14 @@ class Lifecycle:
             target = self._typing_target
             if target is None:
                 continue
-            connection = self._rt.host.outlets.connection(target.sid)
+            connection = self._outlets.connection(target.sid)
             with anyio.CancelScope() as scope:
                 self._typing = scope
                 while connection is not None and self._typing_target is target:
                     try:
                         await connection.send_typing(target.channel_id)
                     except Exception:
-                        self._rt.logger.debug("typing indicator to %s failed", target, exc_info=True)
+                        self._logger.debug("typing indicator to %s failed", target, exc_info=True)
                     await self._clock.sleep(TYPING_INTERVAL)
             self._typing = None
 
@@ -222,33 +225,42 @@ class Lifecycle:
         try:
             self._usage_in.send_nowait(data)
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._rt.logger.warning("usage entry dropped: %s", data)
+            self._logger.warning("usage entry dropped: %s", data)
 
     async def _write_usage(self, stream: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
         try:
             async with stream:
                 async for data in stream:
                     try:
-                        await self.need(self.log, "log").append("usage", data)
+                        if self._log is None:
+                            raise AgentStopped(f"runtime {self._key} has no open log")
+                        await self._log.append("usage", data)
                     except Exception:
-                        self._rt.logger.exception("could not append a usage entry")
+                        self._logger.exception("could not append a usage entry")
         finally:
             self._usage_done.set()
 
     # -- start ------------------------------------------------------------------------------------------
 
-    async def run(self, task_status: TaskStatus[None]) -> None:
-        """The runtime's task: start, serve until stopped, always stop cleanly."""
-        rt = self._rt
-        async with rt.host.homes.hold(rt.home):
+    async def run(
+        self,
+        task_status: TaskStatus[None],
+        open: Callable[[], Awaitable[None]],
+        begin: Callable[[TaskGroup], Awaitable[None]],
+        release: Callable[[], Awaitable[None]],
+    ) -> None:
+        """The runtime's task: start, serve until stopped, always stop cleanly (see the module docstring)."""
+        self._release = release
+        async with self._homes.hold(self._home):
             failure: BaseException | None = None
             try:
                 self.state = "starting"
-                await self._open()
+                await open()
                 async with anyio.create_task_group() as tg:
                     self._tg = tg
                     try:
-                        await self._begin(tg)
+                        await begin(tg)
+                        self._began = True
                     except Exception as exc:
                         failure = exc
                         tg.cancel_scope.cancel()
@@ -267,79 +279,7 @@ class Lifecycle:
                 self._notify()
                 self._closed.set()
             if failure is not None:
-                raise RuntimeStartFailed(f"runtime {rt.key} could not start: {failure}") from failure
-
-    async def _open(self) -> None:
-        rt, parts = self._rt, self._rt.parts
-        self.log = await FactLog.open(rt.home / "facts.jsonl", fsync=rt.host.fsync, clock=self._clock)
-        resources = create_runtime_resources(rt.home, clock=self._clock, fetchers=rt.host.fetchers)
-        resources.assets.max_bytes = parts.profile.resources.max_asset_bytes
-        self.resources = resources
-        self.outbox = RuntimeOutbox(
-            rt.key, parts.profile, rt.host.outlets, rt.bus, self._clock, lambda: rt.turn_state, lambda: self.last_target
-        )
-        self.images = ImageResolver(resources.center, accepts_images=parts.accepts_images)
-        read = make_read_tool(resources.center, trust=lambda: rt.turn_state.trust)
-        self.kernel = (read, make_send_message_tool(self.outbox), make_finish_tool())
-        self.wait = make_wait_tool(rt.waiter)
-        rt.context_engine = _create("context", parts.context, rt)
-        rt.toolcall_engine = _create("toolcall", parts.toolcall, rt)
-        rt.wakeup_engine = _create("wakeup", parts.wakeup, rt)
-        for use, provider in parts.extensions:
-            try:
-                instance = provider.create(rt, use.config)
-            except Exception as exc:
-                raise RuntimeError(f"extension {use.name!r} failed to create its instance: {exc}") from exc
-            rt.extensions.register(use.name, instance)
-        model = rt.toolcall_engine.wrap(parts.model) if rt.toolcall_engine is not None else parts.model
-        self.agent = Agent(
-            self.log,
-            TurnCallModel(model),
-            rt.setup_turn,
-            hooks=rt.hooks(),
-            bus=rt.bus,
-            clock=self._clock,
-            max_steps=parts.profile.max_steps,
-            shutdown_grace=rt.host.shutdown_grace,
-        )
-        estimator = _token_estimator()
-        self.sessions = SessionManager(
-            runtime_key=str(rt.key),
-            profile=parts.profile.id,
-            log=self.log,
-            agent=self.agent,
-            summarizer=Summarizer(TurnCallModel(parts.model), estimator=estimator),  # it logs its own usage
-            estimator=estimator,
-            trust_of=rt.turns.policy.of_entry,
-        )
-
-    async def _begin(self, tg: TaskGroup) -> None:
-        rt = self._rt
-        assert self.agent is not None
-        assert self.log is not None
-        tail = await self.log.read_back(scan_tail)
-        self.last_target = tail.target
-        rt.waiter.bind(tg)
-        rt.turns.subscribe_early(rt.bus)
-        await tg.start(self.agent.run)
-        for engine in (rt.context_engine, rt.toolcall_engine, rt.wakeup_engine):
-            run = getattr(engine, "run", None)  # an engine's own background task (summaries, judges)
-            if run is not None and inspect.iscoroutinefunction(run):
-                await tg.start(run)
-        recovered = self.agent.recovered
-        interrupted = list(recovered.unanswered) if recovered is not None and recovered.aborted_turn else []
-        rt.seed_pending([*tail.pending, *interrupted])
-        for name, instance in zip(rt.extensions.names, rt.extensions.instances, strict=True):
-            await rt.extensions.attach(name, instance)
-        await rt.gate.build()
-        if rt.wakeup_engine is not None:
-            self._wakeup_dispose = rt.wakeup_engine.attach(rt)
-        rt.turns.subscribe_late(rt.bus)
-        again = {e.id: e for e in [*interrupted, *tail.undecided]}
-        if again and rt.wakeup_engine is not None:
-            rt.logger.info("the host stopped before deciding on %d message(s); deciding now", len(again))
-            await rt.wakeup_engine.reconsider([again[i] for i in sorted(again)])
-        self._began = True
+                raise RuntimeStartFailed(f"runtime {self._key} could not start: {failure}") from failure
 
     # -- stop -------------------------------------------------------------------------------------------
 
@@ -359,9 +299,9 @@ class Lifecycle:
         if self._log_failed or self.state != "ready":
             return
         self._log_failed = True
-        self._rt.logger.error(
+        self._logger.error(
             "runtime %s stops: its fact log could not be written (%s); it resumes from the log at its next input",
-            self._rt.key,
+            self._key,
             error,
         )
         self._reason, self._grace = "fact log failed", 0.0
@@ -374,17 +314,17 @@ class Lifecycle:
         with anyio.CancelScope(shield=True):
             self.state = "stopping"
             self._notify()
-            self._rt.waiter.clear()
+            self._waiter.clear()
             await self._end_turns()
             with anyio.move_on_after(self._grace):
                 while self._background:
                     await self._changed.wait()
             if self._typing is not None:
                 self._typing.cancel()
-            await self._release()
+            await self._close()
 
     async def _end_turns(self) -> None:
-        agent = self.agent
+        agent = self._agent
         if agent is None or agent.state not in ("ready", "starting"):
             return
         with anyio.move_on_after(self._grace):
@@ -397,43 +337,33 @@ class Lifecycle:
         # Still delivering, or turns queued that the stop drops: the log owes them a decision, so no clean-stop
         # marker (the next start decides on them; a running turn is marked to be resumed by the agent itself).
         self._owes = bool(self._delivering or agent.queued)
-        with anyio.move_on_after(self._rt.host.shutdown_grace + 5):
+        with anyio.move_on_after(self._shutdown_grace + 5):
             await agent.stop(self._reason)
 
-    async def _release(self) -> None:
-        rt = self._rt
-        try:
-            await rt.extensions.stop_all()
-        except Exception:
-            rt.logger.exception("stopping the extensions of %s failed", rt.key)
-        if self._wakeup_dispose is not None:
+    async def _close(self) -> None:
+        if self._release is not None:
             try:
-                result = self._wakeup_dispose()
-                if hasattr(result, "__await__"):
-                    await result
+                await self._release()
             except Exception:
-                rt.logger.exception("the wakeup engine's dispose failed")
+                self._logger.exception("stopping the plugins of %s failed", self._key)
         self._usage_closed = True
         if self._usage_in is not None:
             self._usage_in.close()
             with anyio.move_on_after(5):
                 await self._usage_done.wait()
-        if self.log is not None:
+        if self._log is not None:
             try:
                 if self._began and not (self._log_failed or self._owes):  # the marker: all before it was decided
-                    await self.log.append("event", {"name": STOP_EVENT, "reason": self._reason})
+                    await self._log.append("event", {"name": STOP_EVENT, "reason": self._reason})
             except Exception:
-                rt.logger.exception("could not mark the clean stop of %s in its fact log", rt.key)
+                self._logger.exception("could not mark the clean stop of %s in its fact log", self._key)
             try:
-                await self.log.close()  # always: a log left locked could never be opened again by this host
+                await self._log.close()  # always: a log left locked could never be opened again by this host
             except Exception:
-                rt.logger.exception("closing the fact log of %s failed", rt.key)
+                self._logger.exception("closing the fact log of %s failed", self._key)
 
-
-def _create(kind: str, use: EngineUse | None, runtime: AgentRuntime) -> Any:
-    if use is None:
-        return None
-    try:
-        return use.provider.create(runtime, use.config)
-    except Exception as exc:
-        raise RuntimeError(f"{kind} engine {use.name!r} failed to create its instance: {exc}") from exc
+    def need_log(self) -> FactLog:
+        """The open fact log; ``AgentStopped`` before the runtime opened it."""
+        if self._log is None:
+            raise AgentStopped(f"runtime {self._key}: its log does not exist yet (the runtime is {self.state})")
+        return self._log

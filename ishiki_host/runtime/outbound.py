@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.bus import EventBus
     from ishiki_host.core.clock import Clock
-    from ishiki_host.runtime.turnstate import TurnState
+    from ishiki_host.plugins.runtime_api import TurnView
 
 __all__ = ["Outlets", "RuntimeOutbox", "typing_delay"]
 
@@ -57,7 +57,7 @@ class RuntimeOutbox:
         outlets: Outlets,
         bus: EventBus,
         clock: Clock,
-        turn: Callable[[], TurnState],
+        turn: Callable[[], TurnView],
         fallback: Callable[[], Target | None] = lambda: None,
     ):
         self._key = key

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from ishiki_host.errors import PluginNotFound
+from ishiki_host.plugins.services import HostServices
 from ishiki_host.resources import AssetFetchers
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class SharedParts:
     outlets: Outlets
     models: Callable[[str], LanguageModel]
     fetchers: AssetFetchers = field(default_factory=AssetFetchers)
-    services: dict[str, Any] = field(default_factory=dict)
+    services: HostServices = field(default_factory=HostServices)
     fsync: FsyncPolicy = "turn"
     seed: int | None = None
     shutdown_grace: float = 10.0

@@ -1,28 +1,36 @@
-"""``AgentRuntime``: one persona at one address, and the ``RuntimeContext`` its plugins see.
+"""``AgentRuntime``: one persona at one address.
 
 A runtime owns its home directory (``data/runtimes/<key>/``), its fact log, event bus, resource center, the
 instances of its profile's three engines and extensions, and the agent. Its owner (a profile route, or the
 test harness) runs it in a task group::
 
-    runtime = AgentRuntime(key, parts, services)
+    runtime = AgentRuntime(key, parts, shared)
     await tg.start(runtime.run)        # opens the log, creates the instances, recovers, attaches: ready
     entry = await runtime.deliver(event)   # ingest only; the wakeup engine decides whether a turn runs
     await runtime.stop()               # finishes (or after the grace aborts) turns, stops and disposes
 
-Everything a turn needs is assembled per turn (``setup_turn``): the trust level from the senders of the turn's
-new messages, the extensions and tools switched on for the profile (``plugin_settings``), the tool surface
-(``runtime.surface``), and the system prompt (``runtime.prompt``).
+Its plugins never see the runtime itself: they get ``runtime.context`` (a ``RuntimeContext``,
+``ishiki_host.runtime.context``), the contract and nothing more.
 
-Every runtime has a command layer (``gate``: admission, slash commands, host notices; ``runtime.gate``) as its
-first inbound filter, and a ``SessionManager`` (``sessions``: ``/clear``, ``/compact``, compactions); the
-memory extension gives the sessions its store and summarizer settings.
+Everything a turn needs is assembled per turn (``_setup_turn``): the trust level from the senders of the turn's
+new messages (``TurnTracker``), the extensions and tools switched on for the profile (``plugin_settings``), the
+tool surface (``runtime.surface``), and the system prompt (``runtime.prompt``). Every runtime has a command
+layer (``CommandGate``: admission, slash commands) as its first inbound filter, and a ``SessionManager``
+(``/clear``, ``/compact``, compactions); the memory extension keeps the sessions in the memory database.
+
+Start, in order: take the home, open the fact log, build the resource center and the kernel tools, create the
+engine instances (context, toolcall, wakeup) and the extension instances, build the agent and the sessions,
+start the agent (it repairs the log after a crash) and the engines' own background tasks, attach the
+extensions, build the command table (the host's commands, then the extensions'), attach the wakeup engine, and
+re-run the wake decision for what a crashed or stopped turn left unanswered, and for input the host made
+durable but died before deciding on (``ishiki_host.runtime.tail``). Stopping is ``Lifecycle``'s.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,47 +40,53 @@ from ishiki_host.channels.inbound import capture_attachments, inbound_message
 from ishiki_host.channels.repeats import RecentInbound
 from ishiki_host.core.agent import Agent
 from ishiki_host.core.bus import EventBus
-from ishiki_host.core.turns import Turn, TurnHandle, TurnSetup
+from ishiki_host.core.factlog import FactLog
+from ishiki_host.core.turns import Turn, TurnSetup
 from ishiki_host.errors import AgentStopped
-from ishiki_host.gateway.attribution import in_runtime
+from ishiki_host.gateway.attribution import TurnCallModel, in_runtime
+from ishiki_host.resources import create_runtime_resources
+from ishiki_host.runtime.context import PluginContext
 from ishiki_host.runtime.extensions import MountedExtensions
 from ishiki_host.runtime.gate import CommandGate
 from ishiki_host.runtime.hooks import RuntimeHooks
+from ishiki_host.runtime.hostview import RuntimeHostView
+from ishiki_host.runtime.images import ImageResolver
 from ishiki_host.runtime.lifecycle import Lifecycle
+from ishiki_host.runtime.notices import Notices
+from ishiki_host.runtime.outbound import RuntimeOutbox
 from ishiki_host.runtime.policy import SWITCHES_STAGE, switches_stage
 from ishiki_host.runtime.prompt import control_flow, join_sections
+from ishiki_host.runtime.started import Engines, Started, create_engines
 from ishiki_host.runtime.surface import SurfaceContext, default_surface
 from ishiki_host.runtime.switches import enabled_extensions
+from ishiki_host.runtime.tail import scan_tail
 from ishiki_host.runtime.tracker import TurnTracker
+from ishiki_host.runtime.trust import TrustPolicy
 from ishiki_host.runtime.waiter import Waiter
+from ishiki_host.sessions.manager import SessionManager
+from ishiki_host.sessions.summarizer import Summarizer
+from ishiki_host.tools.kernel import make_finish_tool, make_send_message_tool, make_wait_tool
+from ishiki_host.tools.read import make_read_tool
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from anyio.abc import TaskStatus
+    from anyio.abc import TaskGroup, TaskStatus
 
     from ishiki_host.addresses.ids import Target
     from ishiki_host.channels.base import InboundAttachment
     from ishiki_host.channels.events import IshikiEvent
-    from ishiki_host.config.profile_types import Profile
-    from ishiki_host.core.clock import Clock
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.hooks import AgentHooks
-    from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import Tool, TrustLevel
-    from ishiki_host.resources import ArtifactStore, ResourceCenter
+    from ishiki_host.plugins.runtime_api import RuntimeContext, TurnReport
     from ishiki_host.runtime.disclosure import ToolDisclosure
-    from ishiki_host.runtime.images import ImageResolver
-    from ishiki_host.runtime.outbound import RuntimeOutbox
     from ishiki_host.runtime.parts import ProfileParts, SharedParts
     from ishiki_host.runtime.surface import ToolSurface
-    from ishiki_host.runtime.turnstate import TurnState
-    from ishiki_host.sessions.manager import SessionManager
 
 __all__ = ["AgentRuntime", "InboundFilter"]
 
-InboundFilter = Callable[["AgentRuntime", "IshikiEvent"], Awaitable[bool]]
+InboundFilter = Callable[["IshikiEvent"], Awaitable[bool]]
 """Sees each event before it is ingested; returning ``True`` consumes it (the command layer's seam)."""
 
 _LOGGER = logging.getLogger("ishiki_host.runtime")
@@ -86,53 +100,84 @@ def _runtime_logger(key: RuntimeKey) -> logging.Logger:
 
 
 class AgentRuntime:
-    """One runtime (see the module docstring); it implements ``RuntimeContext``."""
+    """One runtime (see the module docstring)."""
 
     def __init__(
         self,
         key: RuntimeKey,
         parts: ProfileParts,
-        host: SharedParts,
+        shared: SharedParts,
         *,
         home: Path | None = None,
         extra_hooks: Sequence[AgentHooks] = (),
         extra_tools: Sequence[Tool] = (),
-        kernel_tools: bool = True,
+        kernel_tools: bool | Collection[str] = True,
         surface: ToolSurface | None = None,
     ):
         self._key = key
         self._parts = parts
-        self._host = host
-        self._home = home if home is not None else runtime_dir(host.data_dir, key)
+        self._shared = shared
+        self._home = home if home is not None else runtime_dir(shared.data_dir, key)
         self._bus = EventBus()
         self._logger = _runtime_logger(key)
-        seed = None if host.seed is None else f"{host.seed}/{key}"
-        self._rng = random.Random(seed)
-        self.extensions = MountedExtensions(self, self._logger)
-        self.waiter = Waiter(host.clock, self._wake_for_waiter)
-        self.surface = surface or default_surface()
+        self._rng = random.Random(None if shared.seed is None else f"{shared.seed}/{key}")
+        self._extra_hooks = tuple(extra_hooks)
+        self._extra_tools = tuple(extra_tools)
+        # Which kernel tools are offered: every one (True), none (False), or those named (a test's choice).
+        self._kernel_names = None if kernel_tools is True else frozenset(() if kernel_tools is False else kernel_tools)
+        self._started: Started | None = None
+        self._wakeup_dispose: Any = None
+        self._waiter = Waiter(shared.clock, self._wake_for_waiter)
+        self._lifecycle = Lifecycle(
+            key,
+            self._logger,
+            shared.clock,
+            home=self._home,
+            homes=shared.homes,
+            waiter=self._waiter,
+            outlets=shared.outlets,
+            shutdown_grace=shared.shutdown_grace,
+        )
+        self._tracker = TurnTracker(
+            TrustPolicy(parts.profile.trust), key.sid, self._waiter, self._lifecycle, self._logger,
+            finished=self._turn_finished,
+        )  # fmt: skip
+        self._notices = Notices(key, shared.outlets, self._default_target)
+        self._context = PluginContext(
+            key,
+            parts,
+            shared,
+            home=self._home,
+            bus=self._bus,
+            logger=self._logger,
+            rng=self._rng,
+            started=self._need_started,
+            turn=lambda: self._tracker.turn,
+            spawn=self._spawn,
+            notices=self._notices,
+        )
+        self._extensions = MountedExtensions(self._context, self._logger)
+        self._surface = surface or default_surface()
         if surface is None:
-            self.surface.add(SWITCHES_STAGE, switches_stage(self), after="extensions")
-        self.disclosure: ToolDisclosure | None = None  # codemode / toolsearch, when the profile turns them on
+            self._surface.add(SWITCHES_STAGE, switches_stage(shared.services, parts.profile.id), after="extensions")
+        self._disclosure: ToolDisclosure | None = None  # codemode / toolsearch, when the profile turns them on
         if parts.profile.codemode is not None or parts.profile.toolsearch is not None:
             # Imported here: QuickJS and the search index cost ~40 ms of start-up a profile without them never needs.
             from ishiki_host.runtime.disclosure import ToolDisclosure
 
-            self.disclosure = ToolDisclosure(self)
-            self.disclosure.install(self.surface, self._bus)
-        self._extra_hooks = tuple(extra_hooks)
-        self._extra_tools = tuple(extra_tools)
-        self._with_kernel = kernel_tools
+            self._disclosure = ToolDisclosure(self._context)
+            self._disclosure.install(self._surface, self._bus)
+        view = RuntimeHostView(self._context, self._extensions, self._base_tools, self._wait_tool)
+        self._gate = CommandGate(
+            self._context, self._tracker.policy, self._extensions, view, self._notices, shared.commands
+        )
+        self._filters: list[InboundFilter] = [self._gate]
         self._recent = RecentInbound()
-        self.lifecycle = Lifecycle(self, host.clock)
-        self.turns = TurnTracker(self)
-        self.gate = CommandGate(self, self.turns.policy)
-        self._filters: list[InboundFilter] = [self.gate]
-        self.context_engine: Any = None
-        self.wakeup_engine: Any = None
-        self.toolcall_engine: Any = None
+        self._tools_source = _SurfaceSource(
+            self._extra_tools, self._kernel_tools, self._wait_tool, self._turn_extension_tools
+        )
 
-    # -- RuntimeContext ---------------------------------------------------------------------------------
+    # -- what the owner uses ----------------------------------------------------------------------------
 
     @property
     def key(self) -> RuntimeKey:
@@ -140,102 +185,92 @@ class AgentRuntime:
         return self._key
 
     @property
-    def profile(self) -> Profile:
-        """The profile this runtime serves."""
-        return self._parts.profile
+    def context(self) -> RuntimeContext:
+        """The runtime as its plugins see it."""
+        return self._context
 
     @property
-    def sid(self) -> str | None:
-        """``platform:selfId`` of the runtime's channel (``None`` in cross mode)."""
-        return self._key.sid
+    def state(self) -> str:
+        """``new``, ``starting``, ``ready``, ``stopping`` or ``stopped``."""
+        return self._lifecycle.state
 
-    @property
-    def channel_id(self) -> str | None:
-        """The runtime's channel (``None`` in cross mode)."""
-        return self._key.channel_id
+    def idle_for(self) -> float | None:
+        """Seconds since the last activity, or ``None`` while busy (a turn, a delivery, an armed wait)."""
+        return self._lifecycle.idle_for()
 
-    @property
-    def home(self) -> Path:
-        """The runtime's data directory."""
-        return self._home
+    def cool(self) -> int:
+        """Give back what an idle runtime need not hold: its fact log's cached entries (its next turn reads
+        them from the file). Returns how many entries were dropped; 0 when the log is not open."""
+        log = self._started.log if self._started is not None else None
+        return 0 if log is None or log.closed else log.shrink_cache()
 
-    @property
-    def config_dir(self) -> Path:
-        """The config directory of the host."""
-        return self._host.config_dir
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start (see the module docstring), report ready, serve until ``stop``; always close cleanly."""
+        with in_runtime(self):
+            await self._lifecycle.run(task_status, self._open, self._begin, self._release)
 
-    @property
-    def data_dir(self) -> Path:
-        """The host's data directory."""
-        return self._host.data_dir
+    async def stop(self, reason: str = "shutdown", *, grace: float | None = None) -> None:
+        """Let running turns finish for ``grace`` seconds (the host's default), then abort, stop and close."""
+        await self._lifecycle.stop(reason, self._shared.shutdown_grace if grace is None else grace)
 
-    @property
-    def clock(self) -> Clock:
-        """The host's clock."""
-        return self._host.clock
+    async def settled(self, *, background: bool = False) -> None:
+        """Return once no turn runs or waits and every finished turn's end was handled; with ``background``,
+        once no work given to ``spawn`` runs either (the extensions' work after a turn). Wrap it in a deadline."""
+        await self._lifecycle.settled()
+        if background:
+            await self._lifecycle.background_done()
 
-    @property
-    def rng(self) -> random.Random:
-        """Seeded from the host seed and the key when the host has a seed."""
-        return self._rng
+    async def mount_extension(self, instance: object, name: str | None = None) -> None:
+        """Register an extension instance on the running runtime and run its ``ishiki_attach``."""
+        label = name or type(instance).__name__
+        self._extensions.register(label, instance)
+        await self._extensions.attach(label, instance)
 
-    @property
-    def logger(self) -> logging.Logger:
-        """``ishiki_host.runtime.<key>``."""
-        return self._logger
+    def add_inbound_filter(self, inbound_filter: InboundFilter) -> None:
+        """See every event before it is ingested (``InboundFilter``), after the command layer."""
+        self._filters.append(inbound_filter)
 
-    @property
-    def log(self) -> FactLog:
-        """The fact log (open while the runtime runs)."""
-        return self.lifecycle.need(self.lifecycle.log, "log")
+    def record_usage(self, data: dict[str, Any]) -> None:
+        """Queue a ``usage`` entry for a call made outside the agent's model step (``UsageSink``)."""
+        self._lifecycle.record_usage(data)
 
-    @property
-    def bus(self) -> EventBus:
-        """The runtime's event bus."""
-        return self._bus
+    async def deliver(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> Entry | None:
+        """Ingest ``event``: capture attachments, append it (joining a running turn); return the durable entry.
 
-    @property
-    def agent(self) -> Agent:
-        """The agent (exists once the engines are created; runs while the runtime does)."""
-        return self.lifecycle.need(self.lifecycle.agent, "agent")
-
-    @property
-    def resources(self) -> ResourceCenter:
-        """The runtime's resource center."""
-        return self.lifecycle.need(self.lifecycle.resources, "resources").center
-
-    @property
-    def model(self) -> LanguageModel:
-        """The profile's shared underlying model."""
-        return self._parts.model
-
-    @property
-    def context_window(self) -> int:
-        """The smallest context window among the profile model's members."""
-        return self._parts.context_window
-
-    @property
-    def services(self) -> dict[str, Any]:
-        """Host-wide services by name."""
-        return self._host.services
-
-    def models(self, ref: str) -> LanguageModel:
-        """Another model of ``models.yaml`` (a group or ``provider:modelId``)."""
-        return self._host.models(ref)
-
-    async def wake(
-        self, prompt: str | None = None, *, priority: Priority = "interactive", info: Mapping[str, Any] | None = None
-    ) -> TurnHandle:
-        """Queue a turn with ``prompt`` (missing or blank: "Continue."); ``info`` goes into its trigger."""
-        text = prompt if prompt is not None and prompt.strip() else "Continue."
-        return await self.agent.continue_(text, priority=priority, reason="wake", info=info)
-
-    def spawn(self, fn: Callable[[], Awaitable[object]], *, name: str) -> None:
-        """Run ``fn()`` in the runtime's task group, off the path of turns; a failure is logged with ``name``.
-
-        The runtime counts as busy (not evicted) while it runs; a stopping runtime waits for it up to the
-        shutdown grace, then cancels it.
+        Nothing is decided here: the wakeup engine decides after the append. ``None`` when an inbound filter
+        consumed the event, or when it repeats one the runtime took before (``channels.repeats``: a platform
+        sent it again after a crash). ``AgentStopped`` when the runtime is not running.
         """
+        if self._lifecycle.state != "ready":
+            raise AgentStopped(f"runtime {self._key} is {self._lifecycle.state}; it takes no input")
+        started = self._need_started()
+        with self._lifecycle.delivering(), in_runtime(self):
+            async with self._recent.admit(started.log, event) as new:
+                if not new:
+                    self._logger.info("%s %s in %s was taken before; ignored", event.kind, event.message_id, event.sid)
+                    return None
+                for inbound_filter in self._filters:
+                    if await inbound_filter(event):
+                        return None
+                kept, problems = await capture_attachments(started.resources.assets, attachments)
+                data = inbound_message(event, self._tracker.sender_level(event), kept)
+                if problems:
+                    data["attachment_errors"] = problems
+                delivery = await started.agent.send(data, trigger=False, if_busy="join")
+                return await delivery.wait()
+
+    def __repr__(self) -> str:
+        return f"<AgentRuntime {self._key} {self._lifecycle.state}>"
+
+    # -- what the runtime is made of --------------------------------------------------------------------
+
+    def _need_started(self) -> Started:
+        if self._started is None:
+            raise AgentStopped(f"runtime {self._key}: it has not started (the runtime is {self._lifecycle.state})")
+        return self._started
+
+    def _spawn(self, fn: Callable[[], Awaitable[object]], name: str) -> None:
+        """Run ``fn()`` in the runtime's task group, off the path of turns; a failure is logged with ``name``."""
 
         async def work() -> None:
             try:
@@ -243,195 +278,210 @@ class AgentRuntime:
             except Exception:
                 self._logger.exception("background work %r of runtime %s failed", name, self._key)
 
-        self.lifecycle.background(work())
+        self._lifecycle.background(work())
 
-    # -- parts the hooks, tools and surface use ---------------------------------------------------------
+    def _default_target(self) -> Target | None:
+        return self._started.outbox.default_target() if self._started is not None else None
 
-    @property
-    def parts(self) -> ProfileParts:
-        """The profile's shared parts."""
-        return self._parts
+    def _kernel_tools(self) -> Sequence[Tool]:
+        """read, send_message, finish, or those of them the owner named (none before the start)."""
+        if self._started is None:
+            return ()
+        names = self._kernel_names
+        return self._started.kernel if names is None else [t for t in self._started.kernel if t.name in names]
 
-    @property
-    def host(self) -> SharedParts:
-        """The host's shared services."""
-        return self._host
+    def _base_tools(self) -> list[Tool]:
+        """The owner's extra tools, then the kernel's."""
+        return [*self._extra_tools, *self._kernel_tools()]
 
-    @property
-    def outbox(self) -> RuntimeOutbox:
-        """Sends this runtime's messages."""
-        return self.lifecycle.need(self.lifecycle.outbox, "outbox")
+    async def _turn_extension_tools(self) -> list[tuple[str, Sequence[Tool]]]:
+        return await self._extensions.tools(only=self._tracker.turn.extensions)
 
-    @property
-    def artifacts(self) -> ArtifactStore:
-        """Archived large tool outputs."""
-        return self.lifecycle.need(self.lifecycle.resources, "resources").artifacts
+    def _wait_tool(self) -> Tool | None:
+        wanted = self._kernel_names is None or "wait" in self._kernel_names
+        return self._started.wait if self._started is not None and wanted else None
 
-    @property
-    def images(self) -> ImageResolver:
-        """Image parts for the model."""
-        return self.lifecycle.need(self.lifecycle.images, "images")
+    async def _open(self) -> None:
+        parts, shared, clock = self._parts, self._shared, self._shared.clock
+        log = await FactLog.open(self._home / "facts.jsonl", fsync=shared.fsync, clock=clock)
+        self._lifecycle.bind_log(log)
+        resources = create_runtime_resources(self._home, clock=clock, fetchers=shared.fetchers)
+        resources.assets.max_bytes = parts.profile.resources.max_asset_bytes
+        tracker = self._tracker
+        outbox = RuntimeOutbox(
+            self._key,
+            parts.profile,
+            shared.outlets,
+            self._bus,
+            clock,
+            lambda: tracker.turn,
+            lambda: tracker.last_target,
+        )
+        images = ImageResolver(resources.center, accepts_images=parts.accepts_images)
+        read = make_read_tool(resources.center, trust=lambda: tracker.turn.trust)
+        kernel = (read, make_send_message_tool(outbox), make_finish_tool())
+        engines = create_engines(parts, self._context)
+        for use, provider in parts.extensions:
+            try:
+                instance = provider.create(self._context, use.config)
+            except Exception as exc:
+                raise RuntimeError(f"extension {use.name!r} failed to create its instance: {exc}") from exc
+            self._extensions.register(use.name, instance)
+        hooks = RuntimeHooks(
+            parts.profile,
+            lambda: tracker.turn,
+            log,
+            outbox,
+            resources.artifacts,
+            images,
+            tracker.admit_joined,
+            text_is_reply=engines.text_is_reply,
+        )
+        model = engines.toolcall.wrap(parts.model) if engines.toolcall is not None else parts.model
+        agent = Agent(
+            log,
+            TurnCallModel(model),
+            self._setup_turn,
+            hooks=self._agent_hooks(engines, hooks),
+            bus=self._bus,
+            clock=clock,
+            max_steps=parts.profile.max_steps,
+            shutdown_grace=shared.shutdown_grace,
+        )
+        self._lifecycle.bind_agent(agent)
+        sessions = SessionManager(
+            runtime_key=str(self._key),
+            profile=parts.profile.id,
+            log=log,
+            agent=agent,
+            summarizer=Summarizer(TurnCallModel(parts.model)),  # it logs its own usage
+            trust_of=tracker.policy.of_entry,
+            on_carried=tracker.seed_pending,
+        )
+        wait = make_wait_tool(self._waiter)
+        self._started = Started(log, resources, outbox, images, kernel, wait, engines, agent, sessions)
 
-    @property
-    def turn_state(self) -> TurnState:
-        """The running turn's trust, inbound messages and sent ids."""
-        return self.turns.turn
+    def _agent_hooks(self, engines: Engines, runtime_hooks: RuntimeHooks) -> list[AgentHooks]:
+        """The owner's hooks, the context engine's, the toolcall engine's, the runtime's, then disclosure's
+        (codemode / toolsearch), which redoes a step's tools after the runtime's trust filter."""
+        hooks: list[AgentHooks] = list(self._extra_hooks)
+        if engines.context is not None:
+            hooks.append(engines.context.hooks())
+        extra = engines.toolcall.hooks() if engines.toolcall is not None else None
+        if extra is not None:
+            hooks.append(extra)
+        hooks.append(runtime_hooks)
+        if self._disclosure is not None:
+            hooks.append(self._disclosure.hooks())
+        return hooks
 
-    @property
-    def sessions(self) -> SessionManager:
-        """The runtime's sessions (``/clear``, ``/compact``, automatic compactions)."""
-        return self.lifecycle.need(self.lifecycle.sessions, "sessions")
+    async def _begin(self, tg: TaskGroup) -> None:
+        started = self._need_started()
+        engines = started.engines
+        tail = await started.log.read_back(scan_tail)
+        self._tracker.last_target = tail.target
+        self._waiter.bind(tg)
+        wakeup = engines.wakeup
+        self._tracker.subscribe(self._bus, wakeup.reconsider if wakeup is not None else None)
+        await tg.start(started.agent.run)
+        for run in engines.background_tasks():
+            await tg.start(run)
+        recovered = started.agent.recovered
+        interrupted = list(recovered.unanswered) if recovered is not None and recovered.aborted_turn else []
+        self._tracker.seed_pending([*tail.pending, *interrupted])
+        for name, instance in zip(self._extensions.names, self._extensions.instances, strict=True):
+            await self._extensions.attach(name, instance)
+        await self._gate.build()
+        if wakeup is not None:
+            self._wakeup_dispose = wakeup.attach(self._context)
+        again = {e.id: e for e in [*interrupted, *tail.undecided]}
+        if again and wakeup is not None:
+            self._logger.info("the host stopped before deciding on %d message(s); deciding now", len(again))
+            await wakeup.reconsider([again[i] for i in sorted(again)])
 
-    @property
-    def extra_tools(self) -> Sequence[Tool]:
-        """Tools the owner added."""
-        return self._extra_tools
-
-    @property
-    def kernel_tools(self) -> Sequence[Tool]:
-        """read, send_message, finish (none when built without kernel tools)."""
-        return self.lifecycle.kernel if self._with_kernel else ()
-
-    @property
-    def wait_tool(self) -> Tool | None:
-        """The wait tool (none without kernel tools)."""
-        return self.lifecycle.wait if self._with_kernel else None
-
-    @property
-    def extra_hooks(self) -> tuple[AgentHooks, ...]:
-        """Agent hooks the owner added (composed before the engines' hooks)."""
-        return self._extra_hooks
-
-    async def extension_tools(self) -> list[tuple[str, Sequence[Tool]]]:
-        """Each extension's tools for this turn (the extensions switched on)."""
-        return await self.extensions.tools(only=self.turns.turn.extensions)
-
-    def admit_joined(self) -> None:
-        """Move inbound messages appended since the turn began into it; they may lower its trust."""
-        self.turns.admit_joined()
-
-    def seed_pending(self, entries: Sequence[Entry]) -> None:
-        """Inbound entries from before this start that no finished turn answered (they count for trust)."""
-        self.turns.seed_pending(entries)
-
-    def default_target(self) -> Target | None:
-        """Where a reply without a target goes."""
-        return self.outbox.default_target()
-
-    # -- life cycle -------------------------------------------------------------------------------------
-
-    @property
-    def state(self) -> str:
-        """``new``, ``starting``, ``ready``, ``stopping`` or ``stopped``."""
-        return self.lifecycle.state
-
-    def idle_for(self) -> float | None:
-        """Seconds since the last activity, or ``None`` while busy (a turn, a delivery, an armed wait)."""
-        return self.lifecycle.idle_for()
-
-    def cool(self) -> int:
-        """Give back what an idle runtime need not hold: its fact log's cached entries (its next turn reads
-        them from the file). Returns how many entries were dropped; 0 when the log is not open."""
-        log = self.lifecycle.log
-        return 0 if log is None or log.closed else log.shrink_cache()
-
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Start (see the module docstring), report ready, serve until ``stop``; always close cleanly."""
-        with in_runtime(self):
-            await self.lifecycle.run(task_status)
-
-    async def stop(self, reason: str = "shutdown", *, grace: float | None = None) -> None:
-        """Let running turns finish for ``grace`` seconds (the host's default), then abort, stop and close."""
-        await self.lifecycle.stop(reason, self._host.shutdown_grace if grace is None else grace)
-
-    async def settled(self) -> None:
-        """Return once no turn runs or waits and every finished turn's end was handled (wrap in a deadline)."""
-        await self.lifecycle.settled()
-
-    async def mount_extension(self, instance: object, name: str | None = None) -> None:
-        """Register an extension instance on the running runtime and run its ``ishiki_attach``."""
-        label = name or type(instance).__name__
-        self.extensions.register(label, instance)
-        await self.extensions.attach(label, instance)
-
-    def add_inbound_filter(self, inbound_filter: InboundFilter) -> None:
-        """See every event before it is ingested (``InboundFilter``)."""
-        self._filters.append(inbound_filter)
-
-    def record_usage(self, data: dict[str, Any]) -> None:
-        """Queue a ``usage`` entry for a call made outside the agent's model step."""
-        self.lifecycle.record_usage(data)
-
-    # -- input ------------------------------------------------------------------------------------------
-
-    async def deliver(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> Entry | None:
-        """Ingest ``event``: capture attachments, append it (joining a running turn); return the durable entry.
-
-        Nothing is decided here: the wakeup engine decides after the append. ``None`` when an inbound filter
-        consumed the event, or when it repeats one the runtime took before (``runtime.repeats``: a platform
-        sent it again after a crash). ``AgentStopped`` when the runtime is not running.
-        """
-        if self.lifecycle.state != "ready":
-            raise AgentStopped(f"runtime {self._key} is {self.lifecycle.state}; it takes no input")
-        with self.lifecycle.delivering(), in_runtime(self):
-            async with self._recent.admit(self.log, event) as new:
-                if not new:
-                    self._logger.info("%s %s in %s was taken before; ignored", event.kind, event.message_id, event.sid)
-                    return None
-                for inbound_filter in self._filters:
-                    if await inbound_filter(self, event):
-                        return None
-                assets = self.lifecycle.need(self.lifecycle.resources, "resources").assets
-                kept, problems = await capture_attachments(assets, attachments)
-                data = inbound_message(event, self.turns.sender_level(event), kept)
-                if problems:
-                    data["attachment_errors"] = problems
-                delivery = await self.agent.send(data, trigger=False, if_busy="join")
-                return await delivery.wait()
+    async def _release(self) -> None:
+        """Every extension's ``ishiki_stop`` and dispose, then the wakeup engine's dispose."""
+        try:
+            await self._extensions.stop_all()
+        except Exception:
+            self._logger.exception("stopping the extensions of %s failed", self._key)
+        if self._wakeup_dispose is not None:
+            try:
+                result = self._wakeup_dispose()
+                if hasattr(result, "__await__"):
+                    await result
+            except Exception:
+                self._logger.exception("the wakeup engine's dispose failed")
 
     async def _wake_for_waiter(self, prompt: str | None, info: Mapping[str, object]) -> None:
-        await self.agent.continue_(prompt, reason="wait", info=dict(info))
+        await self._need_started().agent.continue_(prompt, reason="wait", info=dict(info))
+
+    def _turn_finished(self, report: TurnReport, extensions: tuple[str, ...] | None) -> None:
+        if self._extensions.implements("ishiki_turn_finished"):
+            self._lifecycle.background(self._extensions.turn_finished(report, only=extensions))
 
     # -- per turn ---------------------------------------------------------------------------------------
 
-    async def setup_turn(self, turn: Turn) -> TurnSetup:
+    async def _setup_turn(self, turn: Turn) -> TurnSetup:
         """The agent's per-turn setup: trust, the extensions switched on, tool surface and system prompt."""
-        await self.sessions.barrier()  # a /clear or /compact being written goes first
-        state = self.turns.turn
-        store = self.services.get("memory")
+        started = self._need_started()
+        await started.sessions.barrier()  # a /clear or /compact being written goes first
+        state = self._tracker.turn
+        store = self._shared.services.memory
         if store is not None:
-            state.extensions = tuple(await enabled_extensions(store, self.profile.id, self.extensions.names))
+            state.extensions = tuple(await enabled_extensions(store, self._parts.profile.id, self._extensions.names))
         trust = state.trust
-        tools = await self.surface.assemble(SurfaceContext(self, turn, trust))
-        return TurnSetup(system=await self.system_prompt(trust), tools=tools, trust=trust)
+        tools = await self._surface.assemble(SurfaceContext(self._tools_source, turn, trust))
+        return TurnSetup(system=await self._system_prompt(trust), tools=tools, trust=trust)
 
-    async def system_prompt(self, trust: TrustLevel) -> str:
+    async def _system_prompt(self, trust: TrustLevel) -> str:
         """This turn's system prompt (see ``ishiki_host.runtime.prompt``)."""
+        profile = self._parts.profile
         sections: list[str | None] = [
-            self.profile.persona,
-            control_flow(self._key, self.profile, trust, has_wait=self.wait_tool is not None),
-            self.disclosure.instructions() if self.disclosure is not None else None,
-            *await self.extensions.instructions(only=self.turns.turn.extensions),
+            profile.persona,
+            control_flow(self._key, profile, trust, has_wait=self._wait_tool() is not None),
+            self._disclosure.instructions() if self._disclosure is not None else None,
+            *await self._extensions.instructions(only=self._tracker.turn.extensions),
         ]
-        for engine in (self.toolcall_engine, self.context_engine):
+        engines = self._need_started().engines
+        for engine in (engines.toolcall, engines.context):
             if engine is not None:
                 sections.append(await engine.instructions())
         return join_sections(sections)
 
-    def hooks(self) -> list[AgentHooks]:
-        """The agent's hooks: the owner's, the context engine's, the toolcall engine's, the runtime's, then
-        disclosure's (codemode / toolsearch), which redoes a step's tools after the runtime's trust filter."""
-        hooks: list[AgentHooks] = list(self._extra_hooks)
-        if self.context_engine is not None:
-            hooks.append(self.context_engine.hooks())
-        if self.toolcall_engine is not None:
-            extra = self.toolcall_engine.hooks()
-            if extra is not None:
-                hooks.append(extra)
-        hooks.append(RuntimeHooks(self))
-        if self.disclosure is not None:
-            hooks.append(self.disclosure.hooks())
-        return hooks
 
-    def __repr__(self) -> str:
-        return f"<AgentRuntime {self._key} {self.lifecycle.state}>"
+class _SurfaceSource:
+    """A runtime's ``SurfaceHost``: the tools its default stages put together, read when a turn is set up."""
+
+    __slots__ = ("_extensions", "_extra", "_kernel", "_wait")
+
+    def __init__(
+        self,
+        extra: Sequence[Tool],
+        kernel: Callable[[], Sequence[Tool]],
+        wait: Callable[[], Tool | None],
+        extensions: Callable[[], Awaitable[list[tuple[str, Sequence[Tool]]]]],
+    ):
+        self._extra = extra
+        self._kernel = kernel
+        self._wait = wait
+        self._extensions = extensions
+
+    @property
+    def extra_tools(self) -> Sequence[Tool]:
+        """Tools the owner added."""
+        return self._extra
+
+    @property
+    def kernel_tools(self) -> Sequence[Tool]:
+        """read, send_message, finish (none when built without kernel tools)."""
+        return self._kernel()
+
+    @property
+    def wait_tool(self) -> Tool | None:
+        """The wait tool (none without kernel tools)."""
+        return self._wait()
+
+    async def extension_tools(self) -> list[tuple[str, Sequence[Tool]]]:
+        """Each extension's tools for this turn (the extensions switched on)."""
+        return await self._extensions()

@@ -1,18 +1,19 @@
 """The runtime's view of its turns: which inbound messages are new to the next turn, the running turn's
-trust and what it sent, and the bus handlers that keep them (subscribed around the wakeup engine's own).
+trust and what it sent, where the conversation last spoke, and the bus handlers that keep them.
 
-Early handlers (before the wakeup engine attaches): ``message.appended`` adds inbound entries to the pending
-ones and counts them for the waiter; ``turn.start`` opens a ``TurnState`` with the pending entries (the turn's
-trust is the lowest of their senders', or the runtime's home level without any) and clears the waiter;
-``message.sent`` collects the ids a turn sent. The late handler (after the wakeup engine's) closes the turn:
-it hands a ``TurnReport`` to the extensions (in the background), passes the messages the turn never saw to
-the wakeup engine's ``reconsider``, and marks the end handled (what ``settled()`` waits for). A turn that
-failed because its fact log could not be written stops the runtime (``Lifecycle.log_failed``).
+In the bus's ``track`` phase (before engines and extensions react): ``message.appended`` adds inbound entries
+to the pending ones, notes their channel (``last_target``) and counts them for the waiter; ``turn.start``
+opens a ``TurnState`` with the pending entries (the turn's trust is the lowest of their senders', or the
+runtime's home level without any) and clears the waiter; ``message.sent`` collects the ids a turn sent. In the
+``close`` phase (after every reaction) the turn's end is handled: ``finished`` gets a ``TurnReport`` (the
+runtime hands it to the extensions in the background), the messages the turn never saw go to ``reconsider``
+(the wakeup engine), and the end is marked handled (what ``settled()`` waits for). A turn that failed because
+its fact log could not be written stops the runtime (``Lifecycle.log_failed``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ishiki_host.channels.inbound import is_inbound, source_target
@@ -22,17 +23,24 @@ from ishiki_host.runtime.trust import TrustPolicy, lowest
 from ishiki_host.runtime.turnstate import TurnState
 
 if TYPE_CHECKING:
+    import logging
+
+    from ishiki_host.addresses.ids import Target
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.bus import BusEvent, EventBus
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.tools import TrustLevel
     from ishiki_host.core.turns import Turn, TurnOutcome
-    from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.runtime.lifecycle import Lifecycle
+    from ishiki_host.runtime.waiter import Waiter
 
-__all__ = ["PENDING_LIMIT", "TurnTracker", "event_sender"]
+__all__ = ["PENDING_LIMIT", "Reconsider", "TurnTracker", "event_sender"]
 
 PENDING_LIMIT = 500  # inbound entries kept for a turn's trust; older ones only leave their level behind
 _TURN_ENDS = ("turn.done", "turn.failed", "turn.aborted")
+
+Reconsider = Callable[[Sequence["Entry"]], Awaitable[None]]
+"""Decide again on inbound entries a turn never saw (the wakeup engine's ``reconsider``)."""
 
 
 def event_sender(event: IshikiEvent) -> str | None:
@@ -43,11 +51,25 @@ def event_sender(event: IshikiEvent) -> str | None:
 class TurnTracker:
     """See the module docstring."""
 
-    def __init__(self, runtime: AgentRuntime):
-        self._rt = runtime
-        self.policy = TrustPolicy(runtime.profile.trust)
-        self._home = TrustPolicy.home_level(runtime.key.sid)
+    def __init__(
+        self,
+        policy: TrustPolicy,
+        sid: str | None,
+        waiter: Waiter,
+        activity: Lifecycle,
+        logger: logging.Logger,
+        *,
+        finished: Callable[[TurnReport, tuple[str, ...] | None], None],
+    ):
+        self.policy = policy
+        self._home = TrustPolicy.home_level(sid)
+        self._waiter = waiter
+        self._activity = activity
+        self._logger = logger
+        self._finished = finished
+        self._reconsider: Reconsider | None = None
         self.turn = TurnState(trust=self._home)
+        self.last_target: Target | None = None
         self._pending: list[Entry] = []
         self._floor: TrustLevel | None = None
 
@@ -68,23 +90,23 @@ class TurnTracker:
         self.turn.trust = lowest([self.turn.trust, *levels], self.turn.trust)
 
     def seed_pending(self, entries: Sequence[Entry]) -> None:
-        """Inbound entries from before this start that no finished turn answered."""
+        """Inbound entries no finished turn answered that were not delivered since this start: those a crash
+        left behind, and the copies a compaction carried for a retry. They count for the next turn's trust."""
         known = {e.id for e in self._pending}
         for entry in sorted(entries, key=lambda e: e.id):
-            if entry.id not in known:
+            if entry.id not in known and is_inbound(entry):
                 known.add(entry.id)
                 self._pending.append(entry)
 
-    def subscribe_early(self, bus: EventBus) -> None:
-        """The handlers that must see events before the wakeup engine does."""
-        bus.subscribe("message.appended", self._on_appended)
-        bus.subscribe("turn.start", self._on_turn_start)
-        bus.subscribe("message.sent", self._on_sent)
-
-    def subscribe_late(self, bus: EventBus) -> None:
-        """The handler that must run after the wakeup engine's own."""
+    def subscribe(self, bus: EventBus, reconsider: Reconsider | None) -> None:
+        """Keep the turns' state from ``bus`` (``track`` and ``close`` phases); ``reconsider`` gets what a
+        turn never saw."""
+        self._reconsider = reconsider
+        bus.subscribe("message.appended", self._on_appended, phase="track")
+        bus.subscribe("turn.start", self._on_turn_start, phase="track")
+        bus.subscribe("message.sent", self._on_sent, phase="track")
         for name in _TURN_ENDS:
-            bus.subscribe(name, self._on_turn_end)
+            bus.subscribe(name, self._on_turn_end, phase="close")
 
     def _on_appended(self, event: BusEvent) -> Awaitable[None] | None:
         entry: Entry = event["entry"]
@@ -95,17 +117,17 @@ class TurnTracker:
             dropped = self._pending.pop(0)
             floor = [self._floor] if self._floor is not None else []
             self._floor = lowest([self.policy.of_entry(dropped), *floor], "owner")
-        self._rt.lifecycle.last_target = source_target(entry) or self._rt.lifecycle.last_target
+        self.last_target = source_target(entry) or self.last_target
         # Sync unless a wait is armed: the bus awaits (and times) only handlers that return an awaitable.
-        return self._rt.waiter.note_message() if self._rt.waiter.armed else None
+        return self._waiter.note_message() if self._waiter.armed else None
 
     def _on_turn_start(self, event: BusEvent) -> None:
         turn: Turn = event["turn"]
         # A turn with new messages runs at the lowest level among their senders, whatever the home level.
         self.turn = TurnState(trust="owner" if self._pending else self._home, number=turn.number)
         self.admit_joined()
-        self._rt.waiter.clear()
-        self._rt.lifecycle.turn_started(turn, self.turn.latest_target())
+        self._waiter.clear()
+        self._activity.turn_started(turn, self.turn.latest_target())
 
     def _on_sent(self, event: BusEvent) -> None:
         self.turn.sent.extend(event["ids"])
@@ -123,20 +145,17 @@ class TurnTracker:
             outcome,
             state.trust,
         )
-        rt = self._rt
         if isinstance(outcome.error, FactLogError):
-            rt.lifecycle.log_failed(outcome.error)
-        if rt.extensions.implements("ishiki_turn_finished"):
-            rt.lifecycle.background(rt.extensions.turn_finished(report, only=state.extensions))
-        if outcome.unseen and rt.wakeup_engine is not None:
-            return self._reconsider(outcome.unseen)
-        rt.lifecycle.turn_ended()
+            self._activity.log_failed(outcome.error)
+        self._finished(report, state.extensions)
+        if outcome.unseen and self._reconsider is not None:
+            return self._decide_again(self._reconsider, outcome.unseen)
+        self._activity.turn_ended()
         return None
 
-    async def _reconsider(self, unseen: Sequence[Entry]) -> None:
-        rt = self._rt
+    async def _decide_again(self, reconsider: Reconsider, unseen: Sequence[Entry]) -> None:
         try:
-            await rt.wakeup_engine.reconsider(list(unseen))
+            await reconsider(list(unseen))
         except Exception:
-            rt.logger.exception("the wakeup engine failed to reconsider %d message(s)", len(unseen))
-        rt.lifecycle.turn_ended()
+            self._logger.exception("the wakeup engine failed to reconsider %d message(s)", len(unseen))
+        self._activity.turn_ended()

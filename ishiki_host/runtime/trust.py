@@ -12,7 +12,7 @@ A turn runs at the lowest level among the senders of the inbound messages new in
 without any (a wake, a timer, a beat) runs at the runtime's own level (``home_level``). Tools declare the
 level they need; the kernel tools a reply needs (``OPEN_TOOLS``) declare ``untrusted``, so every sender still
 gets an answer. ``tools_for`` is the filter the runtime applies when it offers tools; the agent enforces the
-same rule again at dispatch (``TurnSetup.trust``).
+same rule again when a tool is called (``TurnSetup.trust``).
 
 The level is stored on each inbound entry (``data.trust``) at ingest, so a later change of the profile does
 not re-rate old messages; ``of_entry`` reads it back (and computes it for entries that lack it).

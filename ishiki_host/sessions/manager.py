@@ -33,25 +33,26 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
-from ishiki_host.core.tokens import estimate_messages_tokens, estimate_tokens
+from ishiki_host.core.tokens import estimate_messages_tokens, host_estimator
 from ishiki_host.core.tools import TRUST_ORDER
 from ishiki_host.core.window import project_entries, select_session_window
 from ishiki_host.errors import ModelError, StoreError
+from ishiki_host.gateway.attribution import TurnCallModel
+from ishiki_host.sessions.summarizer import Summarizer
 from ishiki_host.sessions.transcript import carried_summary
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.factlog import FactLog
-    from ishiki_host.core.model import Usage
+    from ishiki_host.core.model import LanguageModel, Usage
     from ishiki_host.core.tokens import Estimator
     from ishiki_host.core.tools import TrustLevel
-    from ishiki_host.sessions.summarizer import Summarizer
     from ishiki_host.store.memory_store import MemoryStore
     from ishiki_host.store.repos.memory_types import Memory
 
@@ -61,6 +62,7 @@ __all__ = [
     "SessionManager",
     "SessionSize",
     "SessionStatus",
+    "Sessions",
     "is_message",
     "stored_trust",
 ]
@@ -105,6 +107,57 @@ class SessionSize:
     messages: int
 
 
+class Sessions(Protocol):
+    """The sessions of one runtime, as its plugins and commands use them (``RuntimeContext.sessions``).
+
+    ``clear`` and ``compact`` wait for the running turn to end: never call them from inside a turn (a tool or
+    an agent hook). ``use_store`` and ``summarize_with`` are for the extension that keeps sessions in the
+    memory database (the built-in ``memory``): without a store, boundaries are written to the fact log only.
+    """
+
+    @property
+    def busy(self) -> bool:
+        """Whether a clear or compaction is in progress (or waiting for its turn)."""
+        ...
+
+    async def window(self) -> list[Entry]:
+        """The current session's entries, oldest first."""
+        ...
+
+    async def size(self) -> SessionSize:
+        """Estimated prompt tokens of the session's messages, and how many there are."""
+        ...
+
+    async def carried_summary(self) -> str | None:
+        """The summary this session was seeded with, if any."""
+        ...
+
+    async def carried_memory_id(self) -> int | None:
+        """The id of the memory holding that summary (retrieval leaves it out)."""
+        ...
+
+    async def ensure_started(self) -> int | None:
+        """The current session's row id in the memory database (``None`` without a store)."""
+        ...
+
+    async def clear(self, reason: str = "clear") -> SessionChange:
+        """End the session and start an empty one."""
+        ...
+
+    async def compact(self, reason: str = "compact", *, keep_from: int | None = None) -> SessionChange:
+        """Summarize the session, then start one seeded with the summary; entries from ``keep_from`` on are
+        carried verbatim and count as unanswered input of the next turn."""
+        ...
+
+    def use_store(self, store: MemoryStore) -> None:
+        """Mirror sessions in the ``sessions`` table and keep compaction summaries as memories in ``store``."""
+        ...
+
+    def summarize_with(self, model: LanguageModel) -> None:
+        """Write compaction summaries with ``model`` instead of the profile's."""
+        ...
+
+
 def is_message(entry: Entry) -> bool:
     """Whether ``entry`` is something said (user, assistant or tool message)."""
     return entry.type == "message" and entry.data.get("role") in ("user", "assistant", "tool")
@@ -145,7 +198,8 @@ class SessionManager:
     ``store`` may be ``None`` (memory off): the boundaries are still written, nothing goes to the database.
     ``summarizer`` may be ``None``: ``compact`` then fails politely. ``trust_of`` reads an inbound entry's
     level (``stored_trust`` by default); a summary is readable only at the highest level of the messages it
-    covers.
+    covers. ``on_carried`` is told of the entries a compaction with ``keep_from`` carried into the new session:
+    they were not answered, so the runtime counts them as input of the next turn.
     """
 
     def __init__(
@@ -157,9 +211,10 @@ class SessionManager:
         agent: IdleAgent,
         store: MemoryStore | None = None,
         summarizer: Summarizer | None = None,
-        estimator: Estimator = estimate_tokens,
+        estimator: Estimator | None = None,
         trust_of: Callable[[Entry], TrustLevel | None] = stored_trust,
         idle_timeout: float = 900.0,
+        on_carried: Callable[[Sequence[Entry]], object] | None = None,
     ):
         self.runtime_key = runtime_key
         self.profile = profile
@@ -167,7 +222,8 @@ class SessionManager:
         self.agent = agent
         self.store = store
         self.summarizer = summarizer
-        self.estimator = estimator
+        self.estimator = estimator or host_estimator()
+        self.on_carried = on_carried
         self.trust_of = trust_of
         self.idle_timeout = idle_timeout
         self.session_id: int | None = None
@@ -202,6 +258,14 @@ class SessionManager:
     def busy(self) -> bool:
         """Whether a clear or compaction is in progress (or waiting for its turn)."""
         return self._lock.locked()
+
+    def use_store(self, store: MemoryStore) -> None:
+        """Mirror sessions in ``store`` (its row is made on first need) and keep summaries there."""
+        self.store = store
+
+    def summarize_with(self, model: LanguageModel) -> None:
+        """Write compaction summaries with ``model`` (their usage is logged on the session entries)."""
+        self.summarizer = Summarizer(TurnCallModel(model), estimator=self.estimator)
 
     # -- the sessions table ----------------------------------------------------------------------------
 
@@ -348,6 +412,8 @@ class SessionManager:
             raise
         boundary, carried = await self._write_boundary(reason, summary, memory, upto, readers, usage)
         await self._rotate(boundary, reason, summary)
+        if keep_from is not None and self.on_carried is not None:
+            self.on_carried(carried)
         message = "Summarized the session and started a fresh one seeded with the summary."
         return SessionChange("compacted", message, boundary, summary, memory, carried)
 

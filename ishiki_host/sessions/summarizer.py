@@ -29,7 +29,7 @@ import anyio
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest, Usage
 from ishiki_host.core.strict_json import loads_strict
-from ishiki_host.core.tokens import estimate_tokens
+from ishiki_host.core.tokens import host_estimator
 from ishiki_host.errors import IshikiError, ModelBadRequest, ModelUnavailable
 from ishiki_host.sessions.transcript import render_transcript
 from ishiki_host.store.repos.memory_types import MEMORY_TYPES, MemoryType
@@ -150,20 +150,21 @@ def exchange_entries(turn: int) -> Callable[[Iterator[Entry]], list[Entry]]:
 class Summarizer:
     """Background summary calls on ``model`` (see the module docstring).
 
-    ``input_budget`` bounds the transcript sent (tokens, by ``estimator``); ``timeout`` bounds each call.
+    ``input_budget`` bounds the transcript sent (tokens, by ``estimator``: the host's by default);
+    ``timeout`` bounds each call.
     """
 
     def __init__(
         self,
         model: LanguageModel,
         *,
-        estimator: Estimator = estimate_tokens,
+        estimator: Estimator | None = None,
         input_budget: int = 12_000,
         summary_words: int = 250,
         timeout: float = 180.0,
     ):
         self.model = model
-        self.estimator = estimator
+        self.estimator = estimator or host_estimator()
         self.input_budget = input_budget
         self.summary_words = summary_words
         self.timeout = timeout

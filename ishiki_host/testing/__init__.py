@@ -1,6 +1,17 @@
-"""The test kit: loopback fake model servers, the network guard, a fake channel and channel host, test
-engines, the runtime harness and a real Host on a temporary config directory (see ``docs/testing.md``)."""
+"""The test kit: stand-in models, loopback fake model servers, the network guard, a fake channel and channel
+host, test engines, the runtime harness and a real Host on a temporary config directory, and the real parts a
+plugin's tests drive (the gateway over a model API, the installed services); see ``docs/testing.md``.
 
+Everything a plugin's tests need is importable from here (and the plugin itself from ``ishiki_host``); the
+pytest plugin (entry point ``pytest11``) adds the fixtures.
+"""
+
+from ishiki_host.channels.repeats import event_identity
+from ishiki_host.config.models import ModelsConfig
+from ishiki_host.core.turns import CallContext
+from ishiki_host.gateway.gateway import Gateway
+from ishiki_host.gateway.scheduler import SchedulerConfig
+from ishiki_host.plugins.discovery import PluginRegistry, ServiceRecord, discover
 from ishiki_host.testing.channel_host import FakeChannelHost, FakeDelivery
 from ishiki_host.testing.channels import FakeChannel, FakeConnection, SentMessage
 from ishiki_host.testing.configs import plugin_config
@@ -11,10 +22,13 @@ from ishiki_host.testing.fake_openai import FakeOpenAIServer
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.host import TestHost, host_yaml, models_yaml, profile_yaml, write_config
 from ishiki_host.testing.http_server import LoopbackServer, RecordedRequest, Response
+from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
 from ishiki_host.testing.network_guard import NetworkGuardError
 from ishiki_host.testing.registry import registry_with
+from ishiki_host.tools.read import make_read_tool
 
 __all__ = [
+    "CallContext",
     "EveryMessageWakeup",
     "FakeAnthropicServer",
     "FakeChannel",
@@ -23,21 +37,33 @@ __all__ = [
     "FakeDelivery",
     "FakeModelServer",
     "FakeOpenAIServer",
+    "FunctionModel",
+    "Gateway",
     "LoopbackServer",
+    "ModelsConfig",
     "NetworkGuardError",
     "PassthroughToolcall",
     "PlainContext",
+    "PluginRegistry",
     "RecordedRequest",
     "Reply",
     "Response",
     "RuntimeHarness",
+    "SchedulerConfig",
     "ScriptedCall",
+    "ScriptedModel",
     "SentMessage",
+    "ServiceRecord",
     "TestHost",
+    "discover",
+    "event_identity",
     "host_yaml",
+    "make_read_tool",
     "models_yaml",
     "plugin_config",
     "profile_yaml",
     "registry_with",
+    "reply",
+    "tool_call",
     "write_config",
 ]

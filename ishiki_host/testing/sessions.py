@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ishiki_host.channels.events import IshikiEvent, User
 from ishiki_host.commands import builtin_commands
@@ -28,6 +28,7 @@ from ishiki_host.config.profile_types import ExtensionUse, Profile
 from ishiki_host.core.clock import Clock, FakeClock
 from ishiki_host.core.model import ModelRequest, ModelResult
 from ishiki_host.plugins.commands import CommandTable
+from ishiki_host.plugins.services import HostServices
 from ishiki_host.runtime.command_runner import run_command
 from ishiki_host.runtime.gate import Invocation
 from ishiki_host.sessions.summarizer import Summarizer
@@ -149,12 +150,13 @@ class SessionRig:
                 clock=self.clock,
                 hooks=self._hooks,
                 extra_tools=self._extra_tools,
-                services={"memory": self.store},
+                services=HostServices(memory=self.store),
                 context_window=self._context_window,
             )
         )
-        self.sessions: SessionManager = self.rt.sessions  # the runtime's own, as its commands use it
-        self.sessions.store = self.store
+        # The runtime's own, as its commands use it (the concrete manager: the rig sets its idle timeout).
+        self.sessions = cast("SessionManager", self.rt.sessions)
+        self.sessions.use_store(self.store)
         self.sessions.summarizer = Summarizer(self.summarizer_model)
         self.sessions.idle_timeout = self._idle_timeout
         await self.sessions.start()
@@ -174,7 +176,7 @@ class SessionRig:
         channel: str = "console:local private:local",
     ) -> Invocation:
         """The ``CommandContext`` of a command from ``sender`` at ``trust``; replies go to ``replies``."""
-        return Invocation(sender, trust, channel, self.rt, self.table, self.sessions, self.host, self._send)
+        return Invocation(sender, trust, channel, self.rt.context, self.table, self.host, self._send)
 
     async def command(
         self, text: str, *, sender: str = "console:local", trust: TrustLevel = "owner"

@@ -226,8 +226,7 @@ async def test_results_keep_their_structure_for_hooks_and_become_text_for_the_mo
 
 @pytest.mark.anyio
 async def test_on_the_real_clock_the_deadline_needs_no_watchdog_and_still_stops_the_tool() -> None:
-    from ishiki_host.core.clock import SystemClock
-    from ishiki_host.core.dispatch import run_with_deadline
+    from ishiki_host.core.clock import SystemClock, run_with_deadline
 
     stopped = anyio.Event()
 

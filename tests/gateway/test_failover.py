@@ -13,7 +13,7 @@ from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest, StreamDone, TextDelta
 from ishiki_host.errors import ModelError
-from ishiki_host.gateway import CallRecord, FailoverPolicy, Gateway
+from ishiki_host.gateway import FailoverPolicy, Gateway, ModelCallRecord
 from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.testing import FakeAnthropicServer, FakeOpenAIServer
 
@@ -41,8 +41,8 @@ async def gateway(
         yield gw
 
 
-def record_calls(gateway: Gateway) -> list[CallRecord]:
-    records: list[CallRecord] = []
+def record_calls(gateway: Gateway) -> list[ModelCallRecord]:
+    records: list[ModelCallRecord] = []
     gateway.add_listener(records.append)
     return records
 

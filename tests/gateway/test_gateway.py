@@ -12,7 +12,7 @@ from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import LanguageModel, ModelRequest
 from ishiki_host.errors import ModelError, ModelsConfigInvalid
-from ishiki_host.gateway import CallRecord, FailoverPolicy, Gateway, models_report
+from ishiki_host.gateway import FailoverPolicy, Gateway, ModelCallRecord, models_report
 from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.testing import FakeAnthropicServer, FakeOpenAIServer
 
@@ -78,7 +78,7 @@ async def test_group_member_without_provider_is_a_config_error(model_apis: dict[
 async def test_call_records_for_the_fact_log(
     fake_openai: FakeOpenAIServer, fake_anthropic: FakeAnthropicServer, model_apis: dict[str, ModelAPI]
 ) -> None:
-    records: list[CallRecord] = []
+    records: list[ModelCallRecord] = []
     async with Gateway(config_for(fake_openai, fake_anthropic), model_apis, clock=FakeClock()) as gateway:
         remove = gateway.add_listener(records.append)
         gateway.add_listener(lambda record: 1 / 0)  # a broken listener is logged, never fatal

@@ -126,7 +126,7 @@ class Ctx:
 
 
 def heartbeat_instance(runtime: Any) -> HeartbeatInstance:
-    return next(i for i in runtime.extensions.instances if isinstance(i, HeartbeatInstance))
+    return next(i for i in runtime._extensions.instances if isinstance(i, HeartbeatInstance))
 
 
 async def test_slash_beats_lists_the_beats_of_the_runtime(beat_host: BeatHostFactory, beats_file: Any) -> None:
@@ -234,7 +234,7 @@ async def test_a_corrupt_memory_database_leaves_the_host_running_without_heartbe
     th: TestHost = make_host(profiles={"ana": profile_yaml()}, files={"data/memory.db": "not a database at all"})
     async with th:
         assert th.host.heartbeats is None
-        assert "memory" not in th.host.services
+        assert th.host.services.memory is None
         delivery = await th.channel().say("/beats")
         with anyio.fail_after(HANG):
             await delivery.settled()

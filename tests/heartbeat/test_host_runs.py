@@ -55,7 +55,7 @@ async def test_a_targeted_beat_speaks_in_its_chat_through_the_channel(
         prompt = fake_openai.last_request.json["messages"][-1]
         assert "The reminder:\n> stand up and stretch" in str(prompt["content"])
         runtime = await bh.th.host.runtime_for("ana", "fake:bot", "private:7")
-        starts = [e.data for e in runtime.log.tail(50) if e.data.get("name") == "turn.start"]
+        starts = [e.data for e in runtime.context.log.tail(50) if e.data.get("name") == "turn.start"]
     assert starts[-1]["priority"] == "background"
     assert starts[-1]["triggers"] == [{"by": "continue", "heartbeat": "stretch", "reason": "wake"}]
 

@@ -84,7 +84,7 @@ async def test_many_conversations_at_once_leave_no_tasks_files_or_runtimes(
             alive = list(route.runtimes.values())
             for runtime in alive:
                 await runtime.settled()
-                await runtime.lifecycle.background_done()  # the extensions' work after the turn
+                await runtime.settled(background=True)  # the extensions' work after the turn
         assert len(alive) == CONVERSATIONS
         assert live(Turn) == turns  # an idle runtime keeps nothing of its last turn (its requests, its results)
         assert len(asyncio.all_tasks()) > tasks + CONVERSATIONS  # each runtime runs tasks of its own

@@ -41,7 +41,7 @@ async def test_a_turn_closed_slower_than_the_grace_is_still_announced(
             await delivery.settled()
         (runtime,) = th.host.routes.get("ana").runtimes.values()  # type: ignore[union-attr]
         with anyio.fail_after(10):
-            await runtime.lifecycle.background_done()  # the extensions' work after the turn (memory, sessions)
+            await runtime.settled(background=True)  # the extensions' work after the turn (memory, sessions)
         assert runtime.idle_for() is not None  # idle: the turn's end was handled
         monkeypatch.undo()
     assert bot.texts() == ["hi"]

@@ -236,7 +236,7 @@ async def test_a_lower_trust_mid_turn_takes_the_tool_out_of_programs_from_the_ne
     async def let_a_stranger_in(args: Mapping[str, Any], ctx: ToolContext) -> str:
         rt = owner_turn[0]
         event = stranger.event("me too", channel_id="group:7", user_id="99")
-        await rt.agent.send(inbound_message(event, rt.turns.sender_level(event), []), if_busy="join")
+        await rt.agent.send(inbound_message(event, rt._tracker.sender_level(event), []), if_busy="join")
         return "ok"
 
     code = "try { return await tools.secret({}); } catch (e) { return 'refused: ' + e.message; }"
@@ -269,7 +269,7 @@ async def test_a_call_dispatched_for_a_tool_above_the_turns_trust_is_blocked(tmp
     harness: list[RuntimeHarness] = []
 
     async def sneak(args: Mapping[str, Any], ctx: ToolContext) -> str:
-        record = await harness[0].agent.dispatch_within(ToolCall("x/1", "secret", {}), [SECRET])
+        record = await harness[0].agent.call_tool(ToolCall("x/1", "secret", {}), [SECRET])
         records.append(record)
         return record.result.content
 
@@ -302,7 +302,7 @@ async def test_finish_and_wait_are_not_callable_inside_programs(tmp_path: Path, 
     assert first["is_error"]
     assert result_text(first).startswith("the program failed (thrown): TypeError: not a function")
     assert (outcome.reason, outcome.steps) == ("finish", 2)
-    assert not rt.waiter.armed
+    assert not rt._waiter.armed
 
 
 async def test_a_send_inside_a_program_does_not_end_the_turn(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ async def test_the_platform_echo_of_a_sent_message_is_dropped(
         sent_id = bot.sent[0].ids[0]
         echoed = await bot.say("ana: hello", message_id=sent_id, user_id="bot")
         runtime = await th.host.runtime_for("ana", "fake:bot", "private:1")
-        entries = [e.id for e in runtime.log.iter_forward() if e.data.get("role") == "user"]
+        entries = [e.id for e in runtime.context.log.iter_forward() if e.data.get("role") == "user"]
     assert (echoed.routed, entries) == (False, [first.entry_id])
 
 
@@ -179,18 +179,18 @@ async def test_a_runtime_idle_for_a_reap_interval_gives_back_its_cached_entries(
         await say(bot, "remember 42", channel_id="private:1")
         runtime = await th.host.runtime_for("ana", "fake:bot", "private:1")
         await runtime.settled()
-        assert runtime.log.cached > 0
+        assert runtime.context.log.cached > 0
         await fake_clock.advance(reap_interval(60))  # one look of the reaper: idle that long, so cooled
         await anyio.wait_all_tasks_blocked()
-        assert runtime.log.cached == 0
+        assert runtime.context.log.cached == 0
         assert list(route.runtimes.values()) == [runtime]  # cooled, not evicted
-        parsed = runtime.log.stats.lines_parsed
+        parsed = runtime.context.log.stats.lines_parsed
         await say(bot, "what did I say?", channel_id="private:1")
         assert "remember 42" in [m["content"] for m in fake_openai.last_request.json["messages"]]
-        assert runtime.log.stats.lines_parsed > parsed  # the window came from the file...
-        parsed = runtime.log.stats.lines_parsed
+        assert runtime.context.log.stats.lines_parsed > parsed  # the window came from the file...
+        parsed = runtime.context.log.stats.lines_parsed
         await say(bot, "and now?", channel_id="private:1")
-        assert runtime.log.stats.lines_parsed == parsed  # ... and went back into the cache
+        assert runtime.context.log.stats.lines_parsed == parsed  # ... and went back into the cache
     assert "remember 42" in [m["content"] for m in fake_openai.last_request.json["messages"]]
 
 
@@ -285,7 +285,7 @@ async def test_usage_of_a_call_outside_the_model_step_is_logged(
         delivery = await say(th.channel(), "sum it up")
         runtime = delivery.runtime
         await anyio.wait_all_tasks_blocked()  # the runtime's usage writer has appended what it was given
-        usage = [dict(e.data) for e in runtime.log.iter_forward() if e.type == "usage"]
+        usage = [dict(e.data) for e in runtime.context.log.iter_forward() if e.type == "usage"]
     assert usage == [
         {
             "purpose": "background",
@@ -304,7 +304,8 @@ async def test_a_runtime_can_be_woken_at_background_priority(
     fake_openai.default = Reply(tool_calls=(ScriptedCall("send_message", {"messages": ["reminder!"]}),))
     async with make_host(profiles={"ana": profile_yaml()}) as th:
         bot = th.channel()
-        runtime = await th.host.services["runtimes"].runtime_for("ana", "fake:bot", "private:5")
+        assert th.host.services.runtimes is not None
+        runtime = await th.host.services.runtimes.runtime_for("ana", "fake:bot", "private:5")
         outcome = await (await runtime.wake("Remind them of the meeting.", priority="background"))
         starts = [e.data["priority"] for e in runtime.log.iter_forward() if e.name == "turn.start"]
     assert (outcome.reason, starts) == ("sent", ["background"])

@@ -100,13 +100,13 @@ async def test_wait_for_messages_starts_a_turn_after_the_nth(tmp_path: Path) -> 
     async with RuntimeHarness(tmp_path, model=model, kernel_tools=True) as rt:
         outcome = await rt.say("wait for two more")
         assert outcome.reason == "wait"
-        assert rt.waiter.armed
+        assert rt._waiter.armed
         await rt.deliver(console.event("one", channel_id="private:local"))
         assert rt.agent.queued == 0
         await rt.deliver(console.event("two", channel_id="private:local"))
         await rt.settled()
         starts = [e.data for e in rt.log.iter_forward() if e.name == "turn.start"]
-    assert not rt.waiter.armed
+    assert not rt._waiter.armed
     assert starts[1]["triggers"] == [{"by": "continue", "messages": 2, "reason": "wait"}]
     assert [m.text for m in model.requests[1].messages[-2:]] == ["one", "two"]
 
@@ -129,9 +129,9 @@ async def test_a_new_turn_clears_the_wait(tmp_path: Path, fake_clock: FakeClock)
     model = ScriptedModel([reply("", tool_call("wait", {"seconds": 30})), reply("", tool_call("finish", {}))])
     async with RuntimeHarness(tmp_path, model=model, clock=fake_clock, kernel_tools=True) as rt:
         await rt.say("later")
-        assert rt.waiter.armed
-        await (await rt.wake("something else happened"))
-        assert not rt.waiter.armed
+        assert rt._waiter.armed
+        await (await rt.context.wake("something else happened"))
+        assert not rt._waiter.armed
         await fake_clock.advance(60)
         await rt.settled()
         assert len(model.requests) == 2

@@ -43,7 +43,7 @@ async def test_a_repeated_event_is_taken_once_and_answered_once(
         event = bot.event("hello", message_id="tg-77")
         first = await settled(await th.host.dispatch(event))
         again = await settled(await th.host.dispatch(event))
-        sources = inbound_sources(first.runtime.log)
+        sources = inbound_sources(first.runtime.context.log)
     assert (first.routed, again.routed, again.runtime_key) == (True, True, first.runtime_key)
     assert (first.entry_id is not None, again.entry_id) == (True, None)  # durable, and nothing new appended
     assert [s["messageId"] for s in sources] == ["tg-77"]
@@ -64,7 +64,7 @@ async def test_a_repeat_after_a_restart_is_known_from_the_log_and_an_edit_is_new
         again = await settled(await th.host.dispatch(event))  # the platform sent it again after the "crash"
         edit = await settled(await th.host.dispatch(edited))
         edit_again = await settled(await th.host.dispatch(edited))
-        sources = inbound_sources(edit.runtime.log)
+        sources = inbound_sources(edit.runtime.context.log)
     assert (again.entry_id, edit.entry_id is not None, edit_again.entry_id) == (None, True, None)
     assert [(s["messageId"], s["content"]) for s in sources] == [("tg-5", "helo"), ("tg-5", "hello")]
 
@@ -85,7 +85,7 @@ async def test_concurrent_deliveries_of_one_event_append_it_once(
                 tg.start_soon(dispatch)
         for delivery in deliveries:
             await settled(delivery)
-        sources = inbound_sources(deliveries[0].runtime.log)
+        sources = inbound_sources(deliveries[0].runtime.context.log)
     assert sorted(d.entry_id is None for d in deliveries) == [False, True, True]
     assert len(sources) == 1
     assert len(fake_openai.requests) == 1
@@ -99,7 +99,7 @@ async def test_an_event_whose_delivery_failed_is_taken_when_it_comes_again(
         runtime = await th.host.runtime_for("ana", "fake:bot", "private:1")
         failures = [OSError(28, "No space left on device")]
 
-        async def full_disk_once(rt: Any, event: IshikiEvent) -> bool:
+        async def full_disk_once(event: IshikiEvent) -> bool:
             if failures:
                 raise failures.pop()
             return False
@@ -109,7 +109,7 @@ async def test_an_event_whose_delivery_failed_is_taken_when_it_comes_again(
         with pytest.raises(OSError, match="No space left"):
             await th.host.dispatch(event)
         retried = await settled(await th.host.dispatch(event))
-        sources = inbound_sources(runtime.log)
+        sources = inbound_sources(runtime.context.log)
     assert retried.entry_id is not None
     assert [s["messageId"] for s in sources] == ["tg-3"]
 

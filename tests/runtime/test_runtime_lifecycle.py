@@ -97,7 +97,7 @@ async def test_stop_lets_the_running_turn_finish_within_the_grace(tmp_path: Path
         return reply("done at last")
 
     async with RuntimeHarness(tmp_path, model=FunctionModel(slow), kernel_tools=True) as rt:
-        handle = await rt.wake("work")
+        handle = await rt.context.wake("work")
         async with anyio.create_task_group() as tg:
             tg.start_soon(rt.stop)
             await anyio.wait_all_tasks_blocked()
@@ -113,7 +113,7 @@ async def test_a_stop_past_the_grace_aborts_the_turn_and_marks_it_for_resumption
         raise AssertionError
 
     async with RuntimeHarness(tmp_path, model=FunctionModel(never)) as rt:
-        handle = await rt.wake("work")
+        handle = await rt.context.wake("work")
         await rt.stop(grace=0)
         outcome = await handle
     async with await FactLog.open(tmp_path / "facts.jsonl") as log:
@@ -233,7 +233,7 @@ async def test_a_failed_start_is_reported_and_releases_the_log(tmp_path: Path) -
         with pytest.raises(RuntimeStartFailed, match="extension 'boom' failed to create its instance: no config"):
             await tg.start(runtime.run)
     assert runtime.state == "stopped"
-    async with await FactLog.open(runtime.home / "facts.jsonl") as log:  # the lock was released
+    async with await FactLog.open(runtime.context.home / "facts.jsonl") as log:  # the lock was released
         assert log.last_id == 0
     assert events == []  # never attached, so nothing to dispose
 

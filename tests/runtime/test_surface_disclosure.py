@@ -46,12 +46,13 @@ async def test_a_stage_added_later_runs_before_the_disclosure_stages(tmp_path: P
     model = ScriptedModel([reply("", tool_call("codemode", {"code": "return await tools.mail({});"})), "done"])
     both = profile(tmp_path, codemode=CodemodeConfig(), toolsearch=ToolsearchConfig(resident=("mail", "dice")))
     async with RuntimeHarness(tmp_path, model=model, profile=both, extra_tools=tools("mail", "dice")) as rt:
-        rt.surface.add("no-mail", without_mail)
-        assert rt.surface.names == (
+        rt._surface.add("no-mail", without_mail)
+        assert rt._surface.names == (
             "extra", "kernel", "extensions", "switches", "wait", "no-mail", "toolsearch", "codemode"
         )  # fmt: skip
         await rt.say("mail Bob")
-        every = await rt.surface.assemble(SurfaceContext(rt, Turn(9, "interactive"), "owner"), disclose=False)
+        context = SurfaceContext(rt._tools_source, Turn(9, "interactive"), "owner")
+        every = await rt._surface.assemble(context, disclose=False)
         answer = next(e.data for e in rt.log.iter_forward() if e.data.get("role") == "tool")
     described = {spec.name: spec.description for spec in model.requests[0].tools}["codemode"]
     assert "tools.dice(input" in described
@@ -76,8 +77,8 @@ async def test_tools_hidden_in_programs_must_still_have_unique_names(tmp_path: P
 
 async def test_without_codemode_or_toolsearch_the_surface_is_the_default_one(tmp_path: Path) -> None:
     async with RuntimeHarness(tmp_path, model=ScriptedModel(["hi"]), profile=profile(tmp_path)) as rt:
-        assert rt.disclosure is None
-        assert rt.surface.names == ("extra", "kernel", "extensions", "switches", "wait")
+        assert rt._disclosure is None
+        assert rt._surface.names == ("extra", "kernel", "extensions", "switches", "wait")
 
 
 def test_the_profiles_codemode_keys_are_the_sandboxs_limits() -> None:

@@ -116,15 +116,15 @@ async def test_no_url_or_path_leaves_its_root(
     th = make_host(profiles={"ana": PROFILE.replace("{root}", str(workspace))})
     async with th:
         runtime = await th.host.runtime_for("ana", "fake:bot", "private:1")
-        for inside in (runtime.home, workspace):
+        for inside in (runtime.context.home, workspace):
             os.symlink(outside, inside / "dirlink")
             os.symlink(outside / "secret.txt", inside / "filelink")
             os.symlink(inside / "loop", inside / "loop")
-        (runtime.home / "notes.txt").write_text("inside-home\n", "utf-8")
+        (runtime.context.home / "notes.txt").write_text("inside-home\n", "utf-8")
         delivery = await th.channel().say("read these", user_id="1")
         with anyio.fail_after(30):
             await delivery.settled()
-        log = (runtime.home / "facts.jsonl").read_bytes()
+        log = (runtime.context.home / "facts.jsonl").read_bytes()
     entries = [json.loads(line)["data"] for line in log.split(b"\n") if line]
     results = [e for e in entries if e.get("role") == "tool" and e.get("tool_name") != "finish"]
     calls = INSIDE + [call for step in steps for call in step]

@@ -150,7 +150,8 @@ async def test_an_owner_tool_runs_for_the_owner_only(
         delivery = await th.channel().say("please launch at the moon", user_id=sender)
         with anyio.fail_after(20):
             await delivery.settled()
-        log = (await th.host.runtime_for("ana", "fake:bot", "private:1")).home.joinpath("facts.jsonl").read_text()
+        runtime = await th.host.runtime_for("ana", "fake:bot", "private:1")
+        log = runtime.context.home.joinpath("facts.jsonl").read_text()
     assert bool(LAUNCHED) is runs, LAUNCHED
     check_turn(log, engine, runs)
 
@@ -172,7 +173,7 @@ async def test_group_chatter_lowers_the_owners_turn(
         delivery = await channel.say("@bot anything new?", channel_id="group:7", user_id="1", mentions_self=True)
         with anyio.fail_after(20):
             await delivery.settled()
-        log = (await th.host.runtime_for("ana", "fake:bot", "group:7")).home.joinpath("facts.jsonl").read_text()
+        log = (await th.host.runtime_for("ana", "fake:bot", "group:7")).context.home.joinpath("facts.jsonl").read_text()
     assert fake_openai.requests
     assert bool(LAUNCHED) is runs, LAUNCHED
     check_turn(log, engine, runs)

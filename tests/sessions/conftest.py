@@ -140,7 +140,7 @@ async def _settle(runtime: AgentRuntime) -> None:
     with anyio.fail_after(20):
         while True:
             await runtime.settled()
-            await runtime.lifecycle.background_done()
+            await runtime.settled(background=True)
             await anyio.wait_all_tasks_blocked()
             if runtime.idle_for() is not None:
                 return

@@ -103,9 +103,9 @@ async def test_clear_on_an_empty_session_says_so_and_writes_nothing(
         channel = th.channel()
         runtime = runtime_of(await channel.say("/clear"))
         assert channel.texts() == ["This session is already empty; nothing to clear."]
-        assert list(runtime.log.iter_forward()) == []
+        assert list(runtime.context.log.iter_forward()) == []
         await settle(runtime_of(await channel.say("a thing to forget")))
-        store = th.host.services["memory"]
+        store = th.host.services.memory
         assert await store.sessions.current(str(runtime.key)) is None  # nothing needed its row yet
         await channel.say("/reset")
         await settle(runtime_of(await channel.say("what did I say?")))
@@ -153,12 +153,12 @@ async def test_a_failed_summary_leaves_the_session_as_it_was(
         channel = th.channel()
         runtime = runtime_of(await channel.say("keep this"))
         await settle(runtime)
-        before = list(runtime.log.iter_forward())
+        before = list(runtime.context.log.iter_forward())
         router.summaries.append(Reply(""))
         await channel.say("/compact")
         assert channel.texts()[-1].startswith("Could not summarize the session (")
         assert channel.texts()[-1].endswith("the session is unchanged.")
-        assert list(runtime.log.iter_forward()) == before
+        assert list(runtime.context.log.iter_forward()) == before
         await settle(runtime_of(await channel.say("still here?")))
         assert "keep this" in json.dumps(router.requests()[-1])
 

@@ -29,7 +29,7 @@ def runtime_of(delivery: object) -> AgentRuntime:
 
 
 def log_entries(runtime: AgentRuntime) -> list[Entry]:
-    return list(runtime.log.iter_forward())
+    return list(runtime.context.log.iter_forward())
 
 
 async def test_a_command_is_answered_in_its_channel_and_never_ingested(

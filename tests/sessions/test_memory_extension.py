@@ -34,9 +34,9 @@ def runtime_of(delivery: object) -> AgentRuntime:
 
 
 def store_of(runtime: AgentRuntime) -> MemoryStore:
-    store = runtime.services["memory"]
+    store = runtime.context.services.memory
     assert store is not None
-    return store  # type: ignore[no-any-return]
+    return store
 
 
 def system_prompt(body: dict[str, Any]) -> str:
@@ -60,12 +60,12 @@ async def test_auto_mode_remembers_each_answered_exchange_and_nothing_of_a_faile
         assert (session.start_fact_id, memories[0].session_id) == (1, session.id)
         condense = router.requests("condense")[0]
         assert "my cat is called Miso" in condense["messages"][-1]["content"]
-        usage = [e.data for e in runtime.log.iter_forward() if e.type == "usage"]
+        usage = [e.data for e in runtime.context.log.iter_forward() if e.type == "usage"]
         assert [u["purpose"] for u in usage] == ["summarizer"]
 
         fake_openai.error(400, "the request is malformed", type="invalid_request_error")
         await settle(runtime_of(await th.channel().say("and a dog?")))
-        outcomes = [e.name for e in runtime.log.iter_forward() if e.name in ("turn.done", "turn.failed")]
+        outcomes = [e.name for e in runtime.context.log.iter_forward() if e.name in ("turn.done", "turn.failed")]
         assert outcomes == ["turn.done", "turn.failed"]
         assert router.count("condense") == 1  # the failed turn adds none
         assert await store.memories.count("ana") == 1
@@ -112,7 +112,7 @@ async def test_manual_mode_compacts_at_the_threshold_and_the_summary_is_sent_onc
         assert channel.texts()[-1] == AUTO_COMPACT_NOTICE
         assert router.count("summary") == 1
         assert router.count("condense") == 0
-        boundary = [e for e in runtime.log.iter_forward() if e.type == "session"]
+        boundary = [e for e in runtime.context.log.iter_forward() if e.type == "session"]
         assert [b.data["reason"] for b in boundary] == ["auto"]
         await settle(runtime_of(await channel.say("three sheep")))
         sent = json.dumps(router.requests()[-1])
@@ -137,9 +137,9 @@ async def test_a_context_overflow_compacts_and_retries_the_turn_once(
         assert retry.count("They asked a first question.") == 1
         assert "second question" in retry
         assert "re: first question" not in retry
-        starts = [e.data["triggers"] for e in runtime.log.iter_forward() if e.name == "turn.start"]
+        starts = [e.data["triggers"] for e in runtime.context.log.iter_forward() if e.name == "turn.start"]
         assert [t["reason"] for t in starts[-1]] == ["retry"]
-        carried = [e for e in runtime.log.iter_forward() if e.data.get("carried")]
+        carried = [e for e in runtime.context.log.iter_forward() if e.data.get("carried")]
         assert [e.data["source"]["content"] for e in carried] == ["second question"]
 
 
@@ -178,7 +178,7 @@ async def test_memory_off_for_a_profile(memory_host: MemoryHost, router: Router,
         channel = th.channel()
         runtime = runtime_of(await channel.say("remember this"))
         await settle(runtime)
-        assert [use.name for use in runtime.profile.extends] == ["heartbeat", "skills"]
+        assert [use.name for use in runtime.context.profile.extends] == ["heartbeat", "skills"]
         assert router.count("condense") == 0
         assert await store_of(runtime).memories.count("ana") == 0
         await channel.say("/status")
@@ -200,7 +200,7 @@ async def test_a_corrupt_memory_db_is_left_alone_and_the_persona_keeps_answering
             runtime = runtime_of(await channel.say("still there?"))
             await settle(runtime)
             assert channel.texts() == ["re: still there?"]
-            assert "memory" not in runtime.services
+            assert runtime.context.services.memory is None
             await channel.say("/status")
             status = channel.texts()[-1]
             await channel.say("/tools disable read")

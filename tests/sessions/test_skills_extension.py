@@ -57,7 +57,7 @@ async def test_skills_are_added_edited_and_removed_without_a_restart(
 
         write_skill(th.root, "haiku", skill("haiku", "Write haiku."))
         write_skill(th.root, "brew-tea", skill("brew-tea", "Brew green and black tea."))
-        store = th.host.services["memory"]
+        store = th.host.services.memory
         with anyio.fail_after(10):
             while len(await store.skills.all()) < 2:  # the host's reload tick syncs the folder
                 await fake_clock.advance(2)

@@ -135,8 +135,8 @@ async def test_spawned_work_runs_off_the_turn_and_is_cancelled_on_exit(tmp_path:
         raise ValueError("boom")
 
     async with RuntimeHarness(tmp_path, model=ScriptedModel(["ok"]), shutdown_grace=0.2) as rt:
-        rt.spawn(slow, name="slow")
-        rt.spawn(broken, name="broken")  # logged, never raised
+        rt.context.spawn(slow, name="slow")
+        rt.context.spawn(broken, name="broken")  # logged, never raised
         outcome = await rt.say("hi")  # a turn does not wait for background work
         assert outcome.status == "done"
         assert done == []
@@ -144,6 +144,6 @@ async def test_spawned_work_runs_off_the_turn_and_is_cancelled_on_exit(tmp_path:
         with anyio.fail_after(5):
             await rt.settle()
         assert done == ["slow"]
-        rt.spawn(never, name="never")
+        rt.context.spawn(never, name="never")
     assert cancelled == ["never"]
-    rt.spawn(slow, name="late")  # once closing, nothing starts
+    rt.context.spawn(slow, name="late")  # once closing, nothing starts

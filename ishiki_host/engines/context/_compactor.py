@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ishiki_host.core.dispatch import run_with_deadline
+from ishiki_host.core.clock import run_with_deadline
 from ishiki_host.engines.context._summary import collect_dropped, summary_request
 from ishiki_host.errors import EngineError
 

@@ -198,19 +198,16 @@ class CostCache:
 
 
 def _timezone(name: object, ctx: RuntimeContext) -> tzinfo:
-    """The option's zone (a bad name is a ``ConfigError``), else the host's (``services["timezone"]``), else UTC."""
+    """The option's zone (a bad name is a ``ConfigError``), else the host's (``services.timezone``), else UTC."""
     if isinstance(name, str):
         try:
             return ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
             message = f'unknown time zone "{name}" (use an IANA name such as "Europe/Lisbon")'
             raise ConfigError(message, file=str(ctx.profile.file), path=f"{_WHERE}.timezone") from None
-    host = ctx.services.get("timezone")
-    if isinstance(host, tzinfo):
-        return host
-    if isinstance(host, str):
-        try:
-            return ZoneInfo(host)
-        except (ZoneInfoNotFoundError, ValueError):
-            ctx.logger.warning("unknown host time zone %r; message times are shown in UTC", host)
+    host = ctx.services.timezone
+    try:
+        return ZoneInfo(host)
+    except (ZoneInfoNotFoundError, ValueError):
+        ctx.logger.warning("unknown host time zone %r; message times are shown in UTC", host)
     return UTC

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from ishiki_host.core.dispatch import run_with_deadline
+from ishiki_host.core.clock import run_with_deadline
 from ishiki_host.engines._options import model_option
 from ishiki_host.engines.wakeup._inbound import channel_key, message_features, source_channel, wake_source
 from ishiki_host.engines.wakeup._judge_history import chat_history

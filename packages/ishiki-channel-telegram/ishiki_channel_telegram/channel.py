@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ishiki_host.plugins import Channel
+from ishiki_host import Channel
 
 from ishiki_channel_telegram.config import ACCOUNT_SCHEMA, TelegramAccount
 from ishiki_channel_telegram.connection import TelegramConnection
 
 if TYPE_CHECKING:
-    from ishiki_host.channels.base import ChannelHost
+    from ishiki_host import ChannelHost
 
 __all__ = ["TelegramChannel"]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ishiki_host.channels.events import parse_channel_id
+from ishiki_host import parse_channel_id
 from ishiki_host.errors import HostConfigInvalid
 from jsonschema import Draft202012Validator
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from ishiki_host.channels.base import SendResult
+from ishiki_host import SendResult
 from ishiki_host.errors import ChannelError, EventInvalid, ResourceError
 
 from ishiki_channel_telegram.api import BotAPI
@@ -45,7 +45,7 @@ from ishiki_channel_telegram.state import OffsetSaver, OffsetStore
 if TYPE_CHECKING:
     import httpx
     from anyio.abc import TaskStatus
-    from ishiki_host.channels.base import ChannelHost, OutboundFile
+    from ishiki_host import ChannelHost, OutboundFile
 
     from ishiki_channel_telegram.config import TelegramAccount
 

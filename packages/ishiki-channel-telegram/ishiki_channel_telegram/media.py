@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.channels.base import InboundAttachment
+from ishiki_host import InboundAttachment
 from ishiki_host.errors import ResourceError
 
 from ishiki_channel_telegram.errors import TelegramBadRequest, TelegramError
 
 if TYPE_CHECKING:
-    from ishiki_host.resources import AssetFetcher
+    from ishiki_host import AssetFetcher
 
     from ishiki_channel_telegram.api import BotAPI
 

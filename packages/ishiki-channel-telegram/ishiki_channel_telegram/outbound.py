@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ishiki_host.channels.base import SendResult
-from ishiki_host.channels.events import parse_channel_id
-from ishiki_host.channels.split import split_message, utf16_len
+from ishiki_host import SendResult, parse_channel_id, split_message, utf16_len
 from ishiki_host.errors import EventInvalid
 
 from ishiki_channel_telegram.errors import (
@@ -32,8 +30,7 @@ if TYPE_CHECKING:
     import logging
     from collections.abc import Awaitable
 
-    from ishiki_host.channels.base import OutboundFile
-    from ishiki_host.core.clock import Clock
+    from ishiki_host import Clock, OutboundFile
 
     from ishiki_channel_telegram.api import BotAPI
 

@@ -24,14 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.channels.events import IshikiEvent, Quote, User, channel_id
+from ishiki_host import IshikiEvent, Quote, User, channel_id
 from ishiki_host.errors import EventInvalid
 
 from ishiki_channel_telegram.entities import BotIdentity, mentions_bot
 from ishiki_channel_telegram.media import find_media
 
 if TYPE_CHECKING:
-    from ishiki_host.channels.base import InboundAttachment
+    from ishiki_host import InboundAttachment
 
     from ishiki_channel_telegram.config import TelegramAccount
 

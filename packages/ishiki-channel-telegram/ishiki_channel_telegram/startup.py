@@ -24,7 +24,7 @@ from ishiki_channel_telegram.errors import (
 if TYPE_CHECKING:
     import logging
 
-    from ishiki_host.core.clock import Clock
+    from ishiki_host import Clock
 
     from ishiki_channel_telegram.api import BotAPI
     from ishiki_channel_telegram.backoff import Backoff

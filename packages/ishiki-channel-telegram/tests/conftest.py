@@ -43,8 +43,7 @@ def bot_config(tmp_path, telegram_server, fake_openai):
     """``bot_config(profiles=..., root=..., **account keys)``: write a config directory whose ``ishiki.yaml`` has
     one Telegram account aimed at ``telegram_server`` (token ``${TELEGRAM_BOT_TOKEN}``) and whose models.yaml
     points at ``fake_openai``; by default one profile, ``helper``, claims every chat of the bot."""
-    from ishiki_host.testing import write_config
-    from ishiki_host.testing.host import models_yaml
+    from ishiki_host.testing import models_yaml, write_config
 
     def write(*, profiles=None, root=None, **account):
         keys = {"name": "helper", "api_base": telegram_server.url, "backoff_max": 30, **account}

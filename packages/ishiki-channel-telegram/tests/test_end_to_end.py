@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from ishiki_host.channels.split import utf16_len
+from ishiki_host import utf16_len
 from ishiki_host.testing import RecordedRequest, Reply, Response, ScriptedCall
 
 from ishiki_channel_telegram.testing import entity, group_chat, private_chat, user

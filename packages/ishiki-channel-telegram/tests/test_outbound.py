@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from ishiki_host.channels.base import OutboundFile
-from ishiki_host.channels.split import utf16_len
-from ishiki_host.resources import Blob
+from ishiki_host import Blob, OutboundFile, utf16_len
 
 from ishiki_channel_telegram.testing import Fault, group_chat, private_chat, running, user
 

@@ -6,7 +6,7 @@ from importlib.metadata import entry_points
 
 import jsonschema
 import pytest
-from ishiki_host.channels.base import ChannelConnection
+from ishiki_host import ChannelConnection
 from ishiki_host.errors import HostConfigInvalid
 
 from ishiki_channel_telegram import ACCOUNT_SCHEMA, TelegramAccount, TelegramChannel, TelegramConnection

@@ -27,7 +27,7 @@ def test_readme_example_passes(tmp_path):
 
 
 def test_readme_config_passes_ishiki_check(tmp_path, fake_openai):
-    from ishiki_host.testing.host import models_yaml
+    from ishiki_host.testing import models_yaml
 
     blocks = re.findall(r"```yaml\n(# (\S+)\n.*?)```", README.read_text("utf-8"), re.DOTALL)
     files = {name: text for text, name in blocks}

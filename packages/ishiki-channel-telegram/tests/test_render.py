@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ishiki_host.channels.split import split_message, utf16_len
+from ishiki_host import split_message, utf16_len
 
 from ishiki_channel_telegram import render_html
 from ishiki_channel_telegram.testing._html import HtmlRejected, parse_html

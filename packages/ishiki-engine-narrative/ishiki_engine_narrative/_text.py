@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ishiki_host.core.strict_json import loads_strict
+from ishiki_host import loads_strict
 
 from ishiki_engine_narrative.errors import RoleOutputInvalid
 

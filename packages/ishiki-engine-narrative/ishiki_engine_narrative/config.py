@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
-from ishiki_host.config.validation import with_defaults
+from ishiki_host import with_defaults
 from ishiki_host.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ishiki_host import LanguageModel
-    from ishiki_host.plugins.runtime_api import RuntimeContext
+    from ishiki_host import LanguageModel, RuntimeContext
 
 __all__ = ["CONTEXT_SCHEMA", "TOOLCALL_SCHEMA", "RoleSettings", "builtin_prompt", "resolve_options", "role_settings"]
 

@@ -22,8 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
-from ishiki_host import ContextEngine
-from ishiki_host.core import AgentHooks
+from ishiki_host import AgentHooks, ContextEngine
 
 from ishiki_engine_narrative.config import CONTEXT_SCHEMA, resolve_options, role_settings
 from ishiki_engine_narrative.story import Narrative
@@ -32,11 +31,7 @@ from ishiki_engine_narrative.updater import NarrativeUpdater
 from ishiki_engine_narrative.window import Scan, is_message, latest_narrative, project_window, scan_window
 
 if TYPE_CHECKING:
-    from ishiki_host import Entry, Message
-    from ishiki_host.core import Step, TurnOutcome
-    from ishiki_host.core.factlog import FactLog
-    from ishiki_host.core.model import Priority
-    from ishiki_host.plugins.runtime_api import RuntimeContext
+    from ishiki_host import Entry, FactLog, Message, Priority, RuntimeContext, Step, TurnOutcome
 
 __all__ = ["NarrativeContext", "NarrativeContextEngine"]
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ishiki_host.config.reference import schema_table
+from ishiki_host import schema_table
 
 from ishiki_engine_narrative.config import CONTEXT_SCHEMA, TOOLCALL_SCHEMA
 

@@ -40,9 +40,7 @@ from ishiki_engine_narrative.window import latest_narrative
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ishiki_host import LanguageModel, ModelRequest, Usage
-    from ishiki_host.core.factlog import FactLog
-    from ishiki_host.core.turns import Step
+    from ishiki_host import FactLog, LanguageModel, ModelRequest, Step, Usage
 
     from ishiki_engine_narrative.config import RoleSettings
 

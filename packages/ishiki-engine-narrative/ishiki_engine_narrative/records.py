@@ -19,8 +19,7 @@ from ishiki_engine_narrative._text import clip
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ishiki_host import ModelRequest, ModelResult
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host import FactLog, ModelRequest, ModelResult
 
 __all__ = ["ROLE_KIND", "UPDATE_KIND", "Recorder", "add_usage", "describe_error"]
 

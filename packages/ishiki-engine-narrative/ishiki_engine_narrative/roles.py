@@ -22,7 +22,7 @@ from ishiki_engine_narrative._text import clip, one_line, strip_reasoning
 from ishiki_engine_narrative.errors import RoleOutputInvalid
 
 if TYPE_CHECKING:
-    from ishiki_host.core.model import Priority
+    from ishiki_host import Priority
 
     from ishiki_engine_narrative.config import RoleSettings
     from ishiki_engine_narrative.story import Decision

@@ -13,16 +13,13 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ishiki_host import ToolcallEngine
-from ishiki_host.core import AgentHooks, StreamDone, TextDelta, ToolCallDelta
+from ishiki_host import AgentHooks, StreamDone, TextDelta, ToolCallDelta, ToolcallEngine
 
 from ishiki_engine_narrative.config import TOOLCALL_SCHEMA, resolve_options, role_settings
 from ishiki_engine_narrative.pipeline import Pipeline, StepState
 
 if TYPE_CHECKING:
-    from ishiki_host import LanguageModel, ModelRequest, ModelResult
-    from ishiki_host.core import Step, StepDecision, StreamEvent
-    from ishiki_host.plugins.runtime_api import RuntimeContext
+    from ishiki_host import LanguageModel, ModelRequest, ModelResult, RuntimeContext, Step, StepDecision, StreamEvent
 
     from ishiki_engine_narrative.config import RoleSettings
 

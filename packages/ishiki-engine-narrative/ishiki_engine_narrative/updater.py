@@ -23,9 +23,7 @@ from ishiki_engine_narrative.transcript import render_story, render_transcript
 from ishiki_engine_narrative.window import is_message, project_window
 
 if TYPE_CHECKING:
-    from ishiki_host import Entry, LanguageModel
-    from ishiki_host.core.factlog import FactLog
-    from ishiki_host.core.model import Priority
+    from ishiki_host import Entry, FactLog, LanguageModel, Priority
 
     from ishiki_engine_narrative.config import RoleSettings
 

@@ -16,8 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ishiki_host import Entry, Message
-from ishiki_host.core.window import project_entries
+from ishiki_host import Entry, Message, project_entries
 
 from ishiki_engine_narrative.story import ENTRY_TYPE
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import anyio
 import pytest
-from ishiki_host.config.models import ModelsConfig
-from ishiki_host.config.profile_types import Profile
-from ishiki_host.core import (
+from ishiki_host import (
     AgentHooks,
     Entry,
     FakeClock,
     LanguageModel,
+    ModelAPI,
     ModelRequest,
+    Profile,
     Step,
     StepDecision,
     Stop,
@@ -26,11 +26,7 @@ from ishiki_host.core import (
     ToolContext,
     TurnOutcome,
 )
-from ishiki_host.gateway import Gateway
-from ishiki_host.gateway.api import ModelAPI
-from ishiki_host.gateway.scheduler import SchedulerConfig
-from ishiki_host.testing import FakeOpenAIServer
-from ishiki_host.testing.harness import RuntimeHarness
+from ishiki_host.testing import FakeOpenAIServer, Gateway, ModelsConfig, RuntimeHarness, SchedulerConfig
 
 from ishiki_engine_narrative import NarrativeContextEngine, NarrativeToolcallEngine
 
@@ -111,7 +107,7 @@ MakeRuntime = Callable[..., RuntimeHarness]
 @pytest.fixture
 def make_runtime(tmp_path: Path, fake_clock: FakeClock) -> MakeRuntime:
     """``make_runtime(model, chat, context={...}, toolcall={...}, models={...}, home=...)``: a harness whose
-    agent runs the narrative engines (made with the harness as their context, or with ``context_ctx(rt)`` for
+    agent runs the narrative engines (made with the harness's context, or with ``context_ctx(rt)`` for
     the context engine) and the stop rule."""
 
     def make(
@@ -136,8 +132,8 @@ def make_runtime(tmp_path: Path, fake_clock: FakeClock) -> MakeRuntime:
             models=models,
         )
         engines = SimpleNamespace(
-            context=NarrativeContextEngine().create(context_ctx(rt) if context_ctx else rt, context or {}),
-            toolcall=NarrativeToolcallEngine().create(rt, toolcall or {}),
+            context=NarrativeContextEngine().create(context_ctx(rt) if context_ctx else rt.context, context or {}),
+            toolcall=NarrativeToolcallEngine().create(rt.context, toolcall or {}),
         )
         rt.mount_engines(context=engines.context, toolcall=engines.toolcall)
         rt.engines = engines  # for tests that call the instances directly

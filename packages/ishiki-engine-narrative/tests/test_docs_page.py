@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ishiki_host.core import Entry
+from ishiki_host import Entry
 
 from ishiki_engine_narrative import ENTRY_TYPE, ROLE_KIND, Narrative, parse_decision
 from ishiki_engine_narrative.docs import main, render_page

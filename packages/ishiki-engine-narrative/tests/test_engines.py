@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ishiki_host.core import Message, ModelRequest, StreamDone, ToolCallDelta, ToolSpec
+from ishiki_host import Message, ModelRequest, StreamDone, ToolCallDelta, ToolSpec
 from ishiki_host.errors import ConfigError
-from ishiki_host.plugins.discovery import discover
-from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
+from ishiki_host.testing import FunctionModel, ScriptedModel, discover, reply, tool_call
 
 from ishiki_engine_narrative import NarrativeContextEngine, NarrativeToolcallEngine
 
@@ -63,7 +62,7 @@ def test_bad_options_name_the_key(
 ) -> None:
     rt = make_runtime(ScriptedModel([]), chat)
     with pytest.raises(ConfigError) as caught:
-        engine().create(rt, config)
+        engine().create(rt.context, config)
     assert caught.value.path == path
     assert message in caught.value.message
 

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from ishiki_host.core import Entry
-from ishiki_host.gateway import Gateway
-from ishiki_host.testing import FakeOpenAIServer, ScriptedCall
+from ishiki_host import Entry
+from ishiki_host.testing import FakeOpenAIServer, Gateway, ScriptedCall
 
 from ishiki_engine_narrative import ENTRY_TYPE, ROLE_KIND, UPDATE_KIND
 

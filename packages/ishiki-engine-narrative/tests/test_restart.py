@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ishiki_host.gateway import Gateway
-from ishiki_host.testing import FakeOpenAIServer
+from ishiki_host.testing import FakeOpenAIServer, Gateway
 
 from ishiki_engine_narrative import ENTRY_TYPE
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ishiki_host.core import Entry
+from ishiki_host import Entry
 
 from ishiki_engine_narrative import Decision, Narrative, RoleOutputInvalid, parse_decision, parse_narrative
 from ishiki_engine_narrative.story import LIMITS

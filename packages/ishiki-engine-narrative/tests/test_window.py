@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from ishiki_host.core import Entry, Message, ModelRequest, ModelResult
-from ishiki_host.testing.models import FunctionModel, reply, tool_call
+from ishiki_host import Entry, Message, ModelRequest, ModelResult
+from ishiki_host.testing import FunctionModel, reply, tool_call
 
 from ishiki_engine_narrative import ENTRY_TYPE, UPDATE_KIND
 from ishiki_engine_narrative.window import latest_narrative, project_window, scan_window
@@ -167,7 +167,7 @@ def test_projection_names_senders_and_drops_empty_steps() -> None:
 
 
 def test_the_update_after_a_turn_stops_at_its_end_and_before_what_it_never_saw() -> None:
-    from ishiki_host.core import TurnOutcome
+    from ishiki_host import TurnOutcome
 
     from ishiki_engine_narrative.context import _turn_part
 
@@ -178,10 +178,10 @@ def test_the_update_after_a_turn_stops_at_its_end_and_before_what_it_never_saw()
 
 
 class WithoutSpawn:
-    """A runtime context that offers no ``spawn`` (everything else is the harness's)."""
+    """A runtime context that offers no ``spawn`` (everything else is the harness's context)."""
 
     def __init__(self, rt: Any):
-        self._rt = rt
+        self._rt = rt.context
 
     def __getattr__(self, name: str) -> Any:
         if name == "spawn":

@@ -23,10 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ishiki_host.config.envvars import expand_vars
-from ishiki_host.config.validation import compiled, did_you_mean, schema_errors
-from ishiki_host.config.yamlio import YamlDocument, format_path, parse_yaml, read_text
-from ishiki_host.core.tools import TrustLevel
+from ishiki_host import (
+    TrustLevel,
+    YamlDocument,
+    did_you_mean,
+    expand_vars,
+    format_path,
+    parse_yaml,
+    read_text,
+    schema_problems,
+)
 from ishiki_host.errors import ConfigError
 
 from ishiki_ext_mcp.errors import MCPConfigInvalid
@@ -177,7 +183,7 @@ def load_mcp_config(
         doc = _read(path, display)
     except ConfigError as exc:
         return MCPConfig(path, errors=(_as_mcp_error(exc),))
-    top = [_as_mcp_error(e) for e in schema_errors(compiled(_FILE_SCHEMA), doc.data, doc, MCPConfigInvalid)]
+    top = [_as_mcp_error(e) for e in schema_problems(_FILE_SCHEMA, doc.data, doc, MCPConfigInvalid)]
     if top:
         return MCPConfig(path, errors=tuple(top))
     declared: dict[str, Any] = doc.data["mcpServers"]
@@ -256,7 +262,7 @@ class _Loader:
             if key not in known:
                 hint = did_you_mean(key, known)
                 self.warnings.append(self.error(f"unknown key '{key}' (ignored){hint}", name, key).describe())
-        problems = schema_errors(compiled(_SERVER_SCHEMA), entry, self.doc, MCPConfigInvalid, ("mcpServers", name))
+        problems = schema_problems(_SERVER_SCHEMA, entry, self.doc, MCPConfigInvalid, ("mcpServers", name))
         if problems:
             self.failed[name] = _as_mcp_error(problems[0])
             return

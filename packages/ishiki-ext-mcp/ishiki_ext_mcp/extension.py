@@ -17,9 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
-from ishiki_host import hookimpl
-from ishiki_host.plugins.base import Extension
-from ishiki_host.resources import format_resource_url
+from ishiki_host import Extension, format_resource_url, hookimpl
 
 from ishiki_ext_mcp.config import MCP_FILE, MCPConfig, load_mcp_config
 from ishiki_ext_mcp.manager import MCPManager
@@ -29,8 +27,7 @@ from ishiki_ext_mcp.tools import make_tools
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ishiki_host.core.tools import Tool
-    from ishiki_host.plugins.runtime_api import RuntimeContext
+    from ishiki_host import RuntimeContext, Tool
 
     from ishiki_ext_mcp.listing import Listing
     from ishiki_ext_mcp.runner import ServerRunner

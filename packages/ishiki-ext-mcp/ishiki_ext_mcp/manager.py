@@ -5,7 +5,7 @@ runtime that stops lets go of it (``release``), and the last one out stops it. T
 of the launch spec (command, args, env, cwd, url, headers), so after ``mcp.json`` changes, new runtimes get
 a server started from the new spec while runtimes still running keep the old one until they stop.
 
-The manager lives in the host's ``services["mcp"]``, created on first use (``MCPManager.of``): services are
+The manager lives in the host's ``services`` (``SERVICE``), created on first use (``MCPManager.of``): services are
 per host, so two hosts in one process (or two tests) never share servers, and nothing is global. A host
 may create it itself with ``start_soon`` of its own task group, so supervisors run in the host's task
 group rather than as loop-level service tasks (``ishiki_ext_mcp.service``).
@@ -16,23 +16,24 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
+from ishiki_host import HostServices, ServiceKey
 
 from ishiki_ext_mcp.names import sanitize
 from ishiki_ext_mcp.runner import Backoff, ServerRunner
 from ishiki_ext_mcp.service import ServiceTask, StartSoon, start_service
 
 if TYPE_CHECKING:
-    from ishiki_host.core.clock import Clock
+    from ishiki_host import Clock
 
     from ishiki_ext_mcp.config import ServerSpec
 
 __all__ = ["SERVICE", "MCPManager"]
 
-SERVICE = "mcp"
-"""The key of the manager in ``RuntimeContext.services``."""
+SERVICE: ServiceKey[MCPManager]
+"""Where a host's runtimes share the manager (``RuntimeContext.services``); defined after the class."""
 
 
 @dataclass(eq=False)
@@ -52,14 +53,16 @@ class MCPManager:
         self._entries: dict[tuple[str, str, str], _Entry] = {}
 
     @classmethod
-    def of(cls, services: dict[str, Any]) -> MCPManager:
-        """The host's manager in ``services``, created there on first use."""
-        manager = services.get(SERVICE)
-        if manager is None:
-            manager = services[SERVICE] = cls()
-        if not isinstance(manager, MCPManager):
-            raise TypeError(f"services[{SERVICE!r}] is a {type(manager).__name__}, not an MCPManager")
-        return manager
+    def of(cls, services: HostServices) -> MCPManager:
+        """The host's manager in ``services``, created there on first use; its servers run in the host's task
+        group when the host has one (``services.spawn``)."""
+
+        def make() -> MCPManager:
+            if not services.can_spawn:
+                return cls()
+            return cls(start_soon=lambda fn: services.spawn(fn, name="an MCP server"))
+
+        return services.setdefault(SERVICE, make)
 
     @property
     def runners(self) -> tuple[ServerRunner, ...]:
@@ -112,3 +115,6 @@ class MCPManager:
             await entry.runner.stop()
             with anyio.move_on_after(1.0):
                 await entry.task.done.wait()
+
+
+SERVICE = ServiceKey("mcp", MCPManager)

@@ -21,14 +21,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import mcp.types as types
-from ishiki_host.core.tools import TrustLevel, trust_allows
+from ishiki_host import Resource, TrustLevel, format_resource_url, trust_allows
 from ishiki_host.errors import ResourceError
-from ishiki_host.resources import Resource, format_resource_url
 
 from ishiki_ext_mcp.errors import CallError, CallTimedOut, ServerUnavailable
 
 if TYPE_CHECKING:
-    from ishiki_host.resources import ResourceRequest
+    from ishiki_host import ResourceRequest
 
     from ishiki_ext_mcp.runner import ServerRunner
 

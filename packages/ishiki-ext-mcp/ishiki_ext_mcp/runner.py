@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import mcp.types as types
-from ishiki_host.core.dispatch import run_with_deadline
+from ishiki_host import run_with_deadline
 from mcp import Client, MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -41,7 +41,7 @@ from ishiki_ext_mcp.stdio import StartFailed, StdioTransport
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ishiki_host.core.clock import Clock
+    from ishiki_host import Clock
 
     from ishiki_ext_mcp.config import ServerSpec
     from ishiki_ext_mcp.stdio import ProcessInfo

@@ -3,7 +3,7 @@
 A server shared by several runtimes must outlive the runtime that started it, so its supervisor cannot run
 in that runtime's task group, and the plugin API gives extensions no host-level one. ``start_service``
 uses the host's ``start_soon`` when one is given (a host can put ``MCPManager(start_soon=tg.start_soon)``
-into ``services["mcp"]``); otherwise it starts an asyncio task on the running loop and keeps a strong
+into ``services`` (``SERVICE``)); otherwise it starts an asyncio task on the running loop and keeps a strong
 reference to it. That task is not orphaned: the manager stops it when the last runtime lets go of the
 server, and when the event loop shuts down (``asyncio.run`` cancels what is left) the supervisor's
 shielded cleanup still stops the server process.
@@ -55,8 +55,7 @@ def start_service(name: str, fn: Callable[[], Awaitable[None]], start_soon: Star
     library = sniffio.current_async_library()
     if library != "asyncio":
         raise RuntimeError(
-            f"MCP servers need the asyncio event loop or a host task group (services['mcp'] = "
-            f"MCPManager(start_soon=...)); running on {library}"
+            f"MCP servers need the asyncio event loop or a host task group (HostServices.spawn); running on {library}"
         )
     # A strong reference: the loop only keeps a weak one to its tasks.
     service._task = asyncio.get_running_loop().create_task(service.run(), name=f"ishiki-mcp:{name}")

@@ -19,14 +19,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
-from ishiki_host.core.tools import Tool, ToolResult
+from ishiki_host import Tool, ToolResult
 
 from ishiki_ext_mcp.errors import CallError, MCPCallFailed, ServerUnavailable
 from ishiki_ext_mcp.names import tool_names
 from ishiki_ext_mcp.resources import resource_url
 
 if TYPE_CHECKING:
-    from ishiki_host.core.tools import ToolContext
+    from ishiki_host import ToolContext
 
     from ishiki_ext_mcp.runner import ServerRunner
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from ishiki_host.core.clock import FakeClock
-from ishiki_host.core.model import LanguageModel
-from ishiki_host.testing.models import ScriptedModel
+from ishiki_host import FakeClock, HostServices, LanguageModel
+from ishiki_host.testing import ScriptedModel
 
 from ishiki_ext_mcp import MCPExtension, MCPInstance
 from ishiki_ext_mcp.testing import ConfigDir, ConfigHarness, RuntimeFactory, child_pids
@@ -39,12 +37,12 @@ def open_runtime(cfg: ConfigDir, tmp_path: Path, fake_clock: FakeClock) -> Runti
         model: LanguageModel | None = None,
         profile: str = "p",
         servers: Sequence[str] | None = None,
-        services: dict[str, Any] | None = None,
+        services: HostServices | None = None,
     ) -> AsyncIterator[tuple[ConfigHarness, MCPInstance]]:
         harness = ConfigHarness(
             tmp_path / "runtimes" / name,
             config_dir=cfg.root,
-            services=services if services is not None else {},
+            services=services if services is not None else HostServices(),
             model=model or ScriptedModel([]),
             profile=cfg.profile(profile),
             clock=fake_clock,
@@ -52,7 +50,7 @@ def open_runtime(cfg: ConfigDir, tmp_path: Path, fake_clock: FakeClock) -> Runti
         )
         config = {"servers": list(servers)} if servers is not None else {}
         async with harness as rt:
-            instance = MCPExtension().create(rt, config)
+            instance = MCPExtension().create(rt.context, config)
             await rt.mount_extension(instance)
             yield rt, instance
 

@@ -7,12 +7,8 @@ from typing import Any
 
 import anyio
 import pytest
-from ishiki_host.config.models import ModelsConfig
-from ishiki_host.core.clock import FakeClock
-from ishiki_host.gateway import Gateway
-from ishiki_host.gateway.api import ModelAPI
-from ishiki_host.testing import FakeOpenAIServer, ScriptedCall
-from ishiki_host.testing.models import ScriptedModel, reply, tool_call
+from ishiki_host import FakeClock, ModelAPI
+from ishiki_host.testing import FakeOpenAIServer, Gateway, ModelsConfig, ScriptedCall, ScriptedModel, reply, tool_call
 
 from ishiki_ext_mcp.testing import DEADLINE, ConfigDir, RuntimeFactory, demo
 

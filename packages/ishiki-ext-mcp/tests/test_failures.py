@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
-from ishiki_host.core.clock import FakeClock
-from ishiki_host.testing.models import ScriptedModel, reply, tool_call
+from ishiki_host import FakeClock, HostServices
+from ishiki_host.testing import ScriptedModel, reply, tool_call
 
 from ishiki_ext_mcp import MCPManager
 from ishiki_ext_mcp.testing import DEADLINE, ConfigDir, RuntimeFactory, demo, until
@@ -199,7 +199,7 @@ async def test_a_server_that_does_not_answer_at_start_times_out(
     opened = anyio.Event()
     close = anyio.Event()
     status: list[str] = []
-    services: dict[str, Any] = {}
+    services = HostServices()
 
     async def hold_runtime() -> None:
         async with open_runtime(services=services) as (_rt, instance):

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
-from ishiki_host.core.clock import FakeClock
+from ishiki_host import FakeClock
 
 from ishiki_ext_mcp.testing import DEADLINE, DEMO_MODULE, ConfigDir, RuntimeFactory, until
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from ishiki_host import HostServices
 
 from ishiki_ext_mcp import MCPManager
 from ishiki_ext_mcp.testing import ConfigDir, RuntimeFactory, demo
@@ -31,7 +32,7 @@ async def test_runtimes_of_one_profile_share_one_server_process(
 ) -> None:
     cfg.write({"demo": demo()})
     before = children()
-    services: dict[str, Any] = {}
+    services = HostServices()
     async with open_runtime("r1", services=services) as (_rt1, first):
         started = children() - before
         assert len(started) == 1
@@ -56,7 +57,7 @@ async def test_profiles_get_their_own_processes(
 ) -> None:
     cfg.write({"demo": demo()})
     before = children()
-    services: dict[str, Any] = {}
+    services = HostServices()
     async with (
         open_runtime("a", profile="alice", services=services) as (_a, alice),
         open_runtime("b", profile="bob", services=services) as (_b, bob),
@@ -72,7 +73,7 @@ async def test_a_changed_spec_starts_a_new_process_for_new_runtimes(
 ) -> None:
     cfg.write({"demo": demo()})
     before = children()
-    services: dict[str, Any] = {}
+    services = HostServices()
     async with open_runtime("r1", services=services) as (_rt1, old):
         cfg.write({"demo": demo(env={"DEMO_SECRET": "v2"})})
         async with open_runtime("r2", services=services) as (_rt2, new):
@@ -89,7 +90,7 @@ async def test_the_manager_stops_every_server_when_the_host_exits(
 ) -> None:
     cfg.write({"one": demo(), "two": demo()})
     before = children()
-    services: dict[str, Any] = {}
+    services = HostServices()
     async with open_runtime("r1", services=services) as (_rt, instance):
         assert len(children() - before) == 2
         await MCPManager.of(services).aclose()

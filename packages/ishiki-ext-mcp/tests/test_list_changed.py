@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from ishiki_host.testing.models import ScriptedModel, reply, tool_call
+from ishiki_host.testing import ScriptedModel, reply, tool_call
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from ishiki_ext_mcp.testing import DEADLINE, ConfigDir, RuntimeFactory, demo, until

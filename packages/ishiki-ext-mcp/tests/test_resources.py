@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ishiki_host import ResourceRequest, parse_resource_url
 from ishiki_host.errors import ResourceError
-from ishiki_host.resources import ResourceRequest, parse_resource_url
 
 from ishiki_ext_mcp import resource_url
 from ishiki_ext_mcp.resources import MCPResources

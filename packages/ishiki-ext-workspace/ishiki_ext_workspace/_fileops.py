@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from ishiki_ext_workspace._confine import Target, open_checked, open_dir, resolve
 from ishiki_ext_workspace._locks import file_locks
 from ishiki_ext_workspace._tree import TEMP_PREFIX, glob_matcher, walk_tree
+from ishiki_host import guess_media_type
 from ishiki_host.errors import ResourceError
-from ishiki_host.resources.sniff import guess_media_type
 
 if TYPE_CHECKING:
     from ishiki_ext_workspace._paths import Location

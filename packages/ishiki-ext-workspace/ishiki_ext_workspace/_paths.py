@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ishiki_ext_workspace._config import ROOT_MOUNT
+from ishiki_host import ResourceURL, format_resource_url, parse_resource_url
 from ishiki_host.errors import ResourceError
-from ishiki_host.resources import ResourceURL, format_resource_url, parse_resource_url
 
 if TYPE_CHECKING:
     from ishiki_ext_workspace._config import Mount, Settings

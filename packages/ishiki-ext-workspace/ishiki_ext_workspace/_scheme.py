@@ -15,8 +15,7 @@ import anyio
 
 from ishiki_ext_workspace._fileops import describe, list_entries, read_bytes
 from ishiki_ext_workspace._paths import locate_url
-from ishiki_host.resources import Resource, ResourceRequest
-from ishiki_host.resources.sniff import guess_media_type
+from ishiki_host import Resource, ResourceRequest, guess_media_type
 
 if TYPE_CHECKING:
     from ishiki_ext_workspace._config import Settings

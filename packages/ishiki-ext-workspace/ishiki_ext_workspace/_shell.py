@@ -26,7 +26,7 @@ import anyio
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream
 
-    from ishiki_host.core.clock import Clock
+    from ishiki_host import Clock
 
 __all__ = ["DEFAULT_PATH", "ShellOutcome", "minimal_env", "run_shell"]
 

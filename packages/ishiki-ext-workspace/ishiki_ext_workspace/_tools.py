@@ -20,15 +20,12 @@ from ishiki_ext_workspace._render import plural, render_listing, render_search, 
 from ishiki_ext_workspace._search import compile_pattern, search
 from ishiki_ext_workspace._shell import minimal_env, run_shell
 from ishiki_ext_workspace._tree import MAX_DEPTH
-from ishiki_host.core.tools import Tool, ToolResult
+from ishiki_host import Tool, ToolResult, render_read_result
 from ishiki_host.errors import ResourceError
-from ishiki_host.tools.read import render_read_result
 
 if TYPE_CHECKING:
     from ishiki_ext_workspace._config import Settings
-    from ishiki_host.core.clock import Clock
-    from ishiki_host.core.tools import ToolContext, ToolHandler, TrustLevel
-    from ishiki_host.resources import ResourceCenter
+    from ishiki_host import Clock, ResourceCenter, ToolContext, ToolHandler, TrustLevel
 
 __all__ = ["PARAMETERS", "WorkspaceTools"]
 

@@ -13,13 +13,8 @@ import pytest
 from ishiki_ext_workspace import CONFIG_SCHEMA, Workspace, WorkspaceExtension
 from jsonschema import Draft202012Validator
 
-from ishiki_host.config.validation import with_defaults
-from ishiki_host.core.clock import Clock
-from ishiki_host.core.messages import ToolCall
-from ishiki_host.core.tools import ToolResult
-from ishiki_host.core.turns import CallContext
-from ishiki_host.testing.harness import RuntimeHarness
-from ishiki_host.testing.models import ScriptedModel
+from ishiki_host import Clock, ToolCall, ToolResult, with_defaults
+from ishiki_host.testing import CallContext, RuntimeHarness, ScriptedModel
 
 if not sys.platform.startswith(("linux", "darwin", "freebsd")):
     pytest.skip("the workspace needs POSIX dir_fd support", allow_module_level=True)
@@ -89,7 +84,7 @@ def open_workspace(home: Path) -> OpenWorkspace:
     @asynccontextmanager
     async def open_(config: Mapping[str, Any] | None = None, *, clock: Clock | None = None) -> AsyncIterator[Opened]:
         async with RuntimeHarness(home, model=ScriptedModel([]), clock=clock) as rt:
-            ws = WorkspaceExtension().create(rt, checked_config(config or {}))
+            ws = WorkspaceExtension().create(rt.context, checked_config(config or {}))
             await rt.mount_extension(ws)
             yield Opened(rt, ws)
 

@@ -9,7 +9,7 @@ from ishiki_ext_workspace import settings_from_config
 
 from ishiki_host.config.profile import load_profile
 from ishiki_host.errors import ProfileInvalid
-from ishiki_host.plugins.discovery import discover
+from ishiki_host.testing import discover
 
 KEY = "extends.workspace.config"
 

@@ -16,12 +16,8 @@ from pathlib import Path
 import pytest
 from ishiki_ext_workspace import WorkspaceExtension
 
-from ishiki_host.config.models import ModelsConfig
 from ishiki_host.config.profile import load_profile
-from ishiki_host.gateway import Gateway
-from ishiki_host.plugins.discovery import discover
-from ishiki_host.testing import ScriptedCall
-from ishiki_host.testing.harness import RuntimeHarness
+from ishiki_host.testing import Gateway, ModelsConfig, RuntimeHarness, ScriptedCall, discover
 
 ISHIKI = Path(sys.executable).parent / "ishiki"
 
@@ -76,7 +72,7 @@ async def test_a_turn_of_a_profile_uses_the_workspace_over_http(fake_openai, mod
         Gateway(models, model_apis) as gateway,
         RuntimeHarness(tmp_path / "home", model=gateway.model("fake:fake-model"), profile=load.profile) as rt,
     ):
-        await rt.mount_extension(extension.create(rt, use.config))
+        await rt.mount_extension(extension.create(rt.context, use.config))
         outcome = await rt.say("Remember: buy milk, call Ada.")
     assert outcome.status == "done"
 

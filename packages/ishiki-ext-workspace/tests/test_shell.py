@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ishiki_host.core.clock import FakeClock
+from ishiki_host import FakeClock
 
 pytestmark = pytest.mark.anyio
 

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from ishiki_host import HostServices
 from ishiki_host.config.profile_types import Profile
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.model import ModelRequest, ModelResult, Usage
@@ -60,7 +61,7 @@ async def runtime(
         async with RuntimeHarness(
             tmp_path, model=main, hooks=[lambda rt: StandardContextEngine().create(rt, engine_config)], **harness
         ) as rt:
-            instance = rt.extra_hooks[0]
+            instance = rt.hooks[0]
             assert isinstance(instance, StandardContext)
             yield rt, instance, main
 
@@ -247,7 +248,7 @@ async def test_without_summaries_a_compact_entry_still_marks_the_cut(tmp_path: P
 
 
 async def test_message_times_use_the_option_then_the_host_time_zone(tmp_path: Path, inbound: Any) -> None:
-    services = {"timezone": "Asia/Tokyo"}
+    services = HostServices(timezone="Asia/Tokyo")
     async with runtime(tmp_path / "host", services=services) as (rt, _, main):
         await exchange(rt, inbound, 1, "hi")
     assert first_user_text(main.requests[0]).startswith("[2023-11-15T07:13:20+09:00 |")
@@ -259,7 +260,7 @@ async def test_message_times_use_the_option_then_the_host_time_zone(tmp_path: Pa
 async def test_an_unknown_host_time_zone_falls_back_to_utc(
     tmp_path: Path, inbound: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with runtime(tmp_path, services={"timezone": "Mars/Olympus"}) as (rt, _, main):
+    async with runtime(tmp_path, services=HostServices(timezone="Mars/Olympus")) as (rt, _, main):
         await exchange(rt, inbound, 1, "hi")
     assert first_user_text(main.requests[0]).startswith("[2023-11-14T22:13:20+00:00 |")
     assert "unknown host time zone 'Mars/Olympus'" in caplog.text
@@ -284,9 +285,9 @@ def test_bad_options_are_config_errors(tmp_path: Path) -> None:
         StandardContextEngine().create(None, {"refillRatio": 2})
     harness = RuntimeHarness(tmp_path, model=FunctionModel(lambda r: reply("ok")))
     with pytest.raises(ConfigError, match=r'profile\.yml: context\.standard\.timezone: unknown time zone "Nowhere/X"'):
-        StandardContextEngine().create(harness, {"timezone": "Nowhere/X"})
+        StandardContextEngine().create(harness.context, {"timezone": "Nowhere/X"})
     with pytest.raises(ConfigError, match=r'context\.standard\.summaryModel: no model "cheap" in models\.yaml'):
-        StandardContextEngine().create(harness, {"summaryModel": "cheap"})
+        StandardContextEngine().create(harness.context, {"summaryModel": "cheap"})
 
 
 async def test_a_summary_that_takes_too_long_is_abandoned_and_retried(
@@ -334,4 +335,4 @@ async def test_compact_now_after_a_context_length_error(tmp_path: Path, inbound:
         assert seen[0] == f"{SUMMARY_HEADER}\nSUMMARY 1"
         assert len(seen) < 2 * 7  # about half of the exchanges left, behind the summary
         assert compact["upto"] < rt.log.last_id
-        assert not await StandardContextEngine().create(rt, {}).compact()  # a new instance has no window yet
+        assert not await StandardContextEngine().create(rt.context, {}).compact()  # a new instance has no window yet

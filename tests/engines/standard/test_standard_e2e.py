@@ -36,7 +36,7 @@ async def standard_runtime(tmp_path: Path, model: LanguageModel, **harness: Any)
             hooks=[lambda rt: StandardContextEngine().create(rt, harness.pop("context", {}))],
             **harness,
         ) as rt:
-            dispose = StandardWakeupEngine().create(rt, {"keywords": ["tea"]}).attach(rt)
+            dispose = StandardWakeupEngine().create(rt.context, {"keywords": ["tea"]}).attach(rt.context)
             try:
                 yield rt
             finally:
@@ -116,7 +116,7 @@ async def test_a_summary_goes_over_real_http_and_heads_the_next_request(
     fake_openai.default = answer
     model = gateway.model("fake:fake-model")
     async with standard_runtime(tmp_path, model, clock=fake_clock, context_window=2000) as rt:
-        instance = rt.extra_hooks[0]
+        instance = rt.hooks[0]
         assert isinstance(instance, StandardContext)
         number = 0
         while instance.compactor.cut is None:

@@ -33,8 +33,8 @@ async def engine(
     harness.setdefault("model", FunctionModel(lambda request: reply("ok")))
     with anyio.fail_after(10):
         async with RuntimeHarness(tmp_path, **harness) as rt:
-            instance = StandardWakeupEngine().create(rt, dict(config or {}))
-            dispose = instance.attach(rt)
+            instance = StandardWakeupEngine().create(rt.context, dict(config or {}))
+            dispose = instance.attach(rt.context)
             try:
                 yield rt, instance
             finally:
@@ -155,8 +155,11 @@ async def test_never_on_its_own_messages_wake_prompts_or_non_messages(tmp_path: 
 
     note = Tool("note", "Note.", noted)
     stop = [StopAfterTools()]
-    async with engine(tmp_path, {"keywords": ["hello"]}, model=echo, extra_tools=[note], hooks=stop) as (rt, instance):
-        outcome = await (await rt.wake("hello, continue"))  # a wake prompt; its answer and tool result say hello
+    config = {"keywords": ["hello"]}
+    async with engine(tmp_path, config, model=echo, extra_tools=[note], hooks=stop) as (rt, instance):
+        outcome = await (
+            await rt.context.wake("hello, continue")
+        )  # a wake prompt; its answer and tool result say hello
         await rt.agent.wait_idle()
         plain_user = await deliver(rt, Message.user("hello without a source").to_dict())
         assert outcome.status == "done"
@@ -244,7 +247,7 @@ async def test_a_message_joined_after_the_last_step_gets_its_own_turn(tmp_path: 
 
 async def test_dispose_unsubscribes(tmp_path: Path, inbound: Any) -> None:
     async with RuntimeHarness(tmp_path, model=FunctionModel(lambda r: reply("ok"))) as rt:
-        dispose = StandardWakeupEngine().create(rt, {}).attach(rt)
+        dispose = StandardWakeupEngine().create(rt.context, {}).attach(rt.context)
         dispose()
         dispose()  # idempotent
         await deliver(rt, inbound("hi", channel="private:u1"))

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from ishiki_host import RuntimeContext
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.model import LanguageModel
 from ishiki_host.testing.harness import RuntimeHarness
@@ -20,13 +21,13 @@ WakeupRuntime = Callable[..., AbstractAsyncContextManager[tuple[RuntimeHarness, 
 
 @asynccontextmanager
 async def _wakeup_runtime(
-    home: Path, model: LanguageModel, make: Callable[[RuntimeHarness], Any], **harness: Any
+    home: Path, model: LanguageModel, make: Callable[[RuntimeContext], Any], **harness: Any
 ) -> AsyncIterator[tuple[RuntimeHarness, Any]]:
-    """A harness with ``make(rt)`` attached, its ``run`` started in a task group, disposed and stopped after."""
+    """A harness with ``make(rt.context)`` attached, its ``run`` started in a task group, disposed and stopped after."""
     with anyio.fail_after(20):
         async with RuntimeHarness(home, model=model, **harness) as rt, anyio.create_task_group() as tg:
-            instance = make(rt)
-            dispose = instance.attach(rt)
+            instance = make(rt.context)
+            dispose = instance.attach(rt.context)
             run = getattr(instance, "run", None)
             if run is not None:
                 await tg.start(run)

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
+from ishiki_host import RuntimeContext
 from ishiki_host.config.models import ModelsConfig, ModelSpec
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.model import ModelRequest, ModelResult, Usage
@@ -45,7 +46,7 @@ class Judge:
         return reply(verdict, usage=Usage(90, 12), model="cheap:judge")
 
 
-def jev(config: dict[str, Any] | None = None) -> Callable[[RuntimeHarness], JevWakeup]:
+def jev(config: dict[str, Any] | None = None) -> Callable[[RuntimeContext], JevWakeup]:
     return lambda rt: JevWakeupEngine().create(rt, {"model": "cheap", "interests": "tea", **(config or {})})
 
 
@@ -316,7 +317,7 @@ async def test_history_stops_at_a_session_boundary_and_keeps_the_bots_sends(
 async def test_an_unknown_judge_model_is_a_config_error_at_create(tmp_path: Path) -> None:
     async with RuntimeHarness(tmp_path, model=answering()) as rt:
         with pytest.raises(ConfigError) as caught:
-            JevWakeupEngine().create(rt, {"model": "nope"})
+            JevWakeupEngine().create(rt.context, {"model": "nope"})
     assert caught.value.path == "wakeup.jev.model"
     assert 'no model "nope"' in caught.value.message
 
@@ -324,8 +325,8 @@ async def test_an_unknown_judge_model_is_a_config_error_at_create(tmp_path: Path
 async def test_judges_wait_for_the_engine_task(tmp_path: Path, inbound: Any, clock: FakeClock) -> None:
     judge = Judge(ADDRESSED)
     async with RuntimeHarness(tmp_path, model=answering(), clock=clock, models={"cheap": judge.model}) as rt:
-        engine = jev()(rt)
-        dispose = engine.attach(rt)
+        engine = jev()(rt.context)
+        dispose = engine.attach(rt.context)
         await rt.agent.send(inbound("queued", message_id="1"))
         assert judge.requests == []
         async with anyio.create_task_group() as tg:

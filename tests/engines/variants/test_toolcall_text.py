@@ -248,7 +248,7 @@ async def test_the_xml_wrapper_streams_text_and_calls_as_they_become_certain(
 ) -> None:
     fake_openai.reply(XML_CALL + "\nand " + XML_CALL.replace("tea", "milk"), chunk_size=3)
     async with RuntimeHarness(tmp_path, model=gateway.model("fake:plain")) as rt:
-        instance = XmlToolcallEngine().create(rt, {})
+        instance = XmlToolcallEngine().create(rt.context, {})
         assert isinstance(instance, ToolcallEngineInstance)
         wrapped = instance.wrap(rt.model)
         tools = (lookup_tool([]).spec(),)
@@ -272,7 +272,7 @@ async def test_the_xml_wrapper_streams_text_and_calls_as_they_become_certain(
 async def test_the_json_wrapper_streams_the_parsed_answer_at_the_end(tmp_path: Path) -> None:
     model = ScriptedModel(["Looking.\n" + JSON_CALL])
     async with RuntimeHarness(tmp_path, model=model) as rt:
-        wrapped = JsonToolcallEngine().create(rt, {}).wrap(model)
+        wrapped = JsonToolcallEngine().create(rt.context, {}).wrap(model)
         tools = (lookup_tool([]).spec(),)
         events = [e async for e in wrapped.stream(ModelRequest((Message.user("tea?"),), tools=tools))]
     assert [type(e) for e in events] == [TextDelta, ToolCallDelta, StreamDone]
@@ -283,12 +283,12 @@ async def test_the_json_wrapper_streams_the_parsed_answer_at_the_end(tmp_path: P
 
 async def test_the_engine_has_no_instructions_and_validates_its_options(tmp_path: Path) -> None:
     async with RuntimeHarness(tmp_path, model=ScriptedModel([])) as rt:
-        instance = JsonToolcallEngine().create(rt, {})
+        instance = JsonToolcallEngine().create(rt.context, {})
         assert isinstance(instance, TextToolcall)
         assert instance.hooks() is instance
         assert await instance.instructions() is None
         with pytest.raises(ConfigError) as caught:
-            XmlToolcallEngine().create(rt, {"retry": 3})
+            XmlToolcallEngine().create(rt.context, {"retry": 3})
     assert caught.value.path == "toolcall.xml"
     assert 'did you mean "retries"' in caught.value.message
 

@@ -161,7 +161,7 @@ async def test_reconsider_scores_unscored_messages_once_and_rolls_once_per_chann
     tmp_path: Path, inbound: Any, clock: FakeClock
 ) -> None:
     async with RuntimeHarness(tmp_path, model=answering(), clock=clock) as rt:
-        willingness = WillingnessWakeupEngine().create(rt, {"seed": 1})
+        willingness = WillingnessWakeupEngine().create(rt.context, {"seed": 1})
         assert isinstance(willingness, WillingnessWakeup)
         entries = [(await rt.agent.send(inbound("hey", message_id=str(n)))).entry for n in range(3)]
         await willingness.reconsider([e for e in entries if e is not None])
@@ -179,7 +179,7 @@ async def test_a_corrupt_state_file_is_set_aside_and_scores_start_from_zero(
     (tmp_path / STATE_FILE).write_text('{"version": 1, "channels": {"x": {"score": "high"}}}')
     with caplog.at_level(logging.WARNING):
         async with RuntimeHarness(tmp_path, model=answering(), clock=clock) as rt:
-            willingness = WillingnessWakeupEngine().create(rt, {})
+            willingness = WillingnessWakeupEngine().create(rt.context, {})
             assert len(willingness.model) == 0
     assert (tmp_path / (STATE_FILE + ".corrupt")).exists()
     assert not (tmp_path / STATE_FILE).exists()
@@ -189,7 +189,7 @@ async def test_a_corrupt_state_file_is_set_aside_and_scores_start_from_zero(
 async def test_bad_options_are_config_errors_naming_the_key(tmp_path: Path) -> None:
     async with RuntimeHarness(tmp_path, model=answering()) as rt:
         with pytest.raises(ConfigError) as caught:
-            WillingnessWakeupEngine().create(rt, {"probabilityThreshold": 100})
+            WillingnessWakeupEngine().create(rt.context, {"probabilityThreshold": 100})
         assert caught.value.path == "wakeup.willingness.probabilityThreshold"
         with pytest.raises(ConfigError, match="did you mean"):
-            WillingnessWakeupEngine().create(rt, {"replycost": 3})
+            WillingnessWakeupEngine().create(rt.context, {"replycost": 3})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ishiki_host.channels.split import utf16_len
+from ishiki_host import utf16_len
 
 __all__ = ["HtmlRejected", "parse_html"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ishiki_host.channels.split import utf16_len
+from ishiki_host import utf16_len
 
 from ishiki_channel_telegram.testing._html import HtmlRejected, parse_html
 from ishiki_channel_telegram.testing._http import Reply, Request

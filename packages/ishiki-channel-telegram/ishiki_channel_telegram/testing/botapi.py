@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import contextlib
     from types import TracebackType
 
-    from ishiki_host.core.clock import Clock
+    from ishiki_host import Clock
 
 __all__ = ["DEFAULT_TOKEN", "FakeBotAPI"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ishiki_host.channels.split import utf16_len
+from ishiki_host import utf16_len
 
 __all__ = [
     "Call",

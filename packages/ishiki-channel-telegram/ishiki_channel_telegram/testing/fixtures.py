@@ -20,7 +20,7 @@ from ishiki_channel_telegram.testing.host import RecordingHost
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ishiki_host.core.clock import FakeClock
+    from ishiki_host import FakeClock
 
     from ishiki_channel_telegram.connection import TelegramConnection
 

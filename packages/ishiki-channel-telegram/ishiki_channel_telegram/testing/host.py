@@ -13,12 +13,11 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ishiki_host.channels.repeats import event_identity
-from ishiki_host.core.clock import SystemClock
-from ishiki_host.testing.channel_host import FakeChannelHost, FakeDelivery
+from ishiki_host import SystemClock
+from ishiki_host.testing import FakeChannelHost, FakeDelivery, event_identity
 
 if TYPE_CHECKING:
-    from ishiki_host.core.clock import Clock
+    from ishiki_host import Clock
 
 __all__ = ["RecordingDelivery", "RecordingHost", "event_key"]
 

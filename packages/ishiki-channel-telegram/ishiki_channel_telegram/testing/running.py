@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
-    from ishiki_host.channels.base import ChannelConnection
+    from ishiki_host import ChannelConnection
 
 __all__ = ["running"]
 

@@ -1,8 +1,8 @@
 """Test kit of the MCP extension: the demo server's ``mcpServers`` entry, config dirs, runtimes, child pids.
 
 ``demo_server`` (``python -m ishiki_ext_mcp.testing.demo_server``) is a small MCP server written with the SDK.
-``ConfigHarness`` is a ``RuntimeHarness`` living in a given config dir and sharing a given ``services``
-dict, as runtimes of one host do; it offers the kernel ``read`` tool so turns can read ``mcp://``.
+``ConfigHarness`` is a ``RuntimeHarness`` living in a given config dir and sharing a given ``HostServices``,
+as runtimes of one host do; it offers the kernel ``read`` tool so turns can read ``mcp://``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from ishiki_host.config.profile_types import Profile
-from ishiki_host.core.tools import Tool, ToolContext
-from ishiki_host.testing.harness import RuntimeHarness
-from ishiki_host.tools.read import READ_DESCRIPTION, READ_PARAMETERS, make_read_tool
+from ishiki_host import HostServices, Profile
+from ishiki_host.testing import RuntimeHarness
 
 if TYPE_CHECKING:
     from ishiki_ext_mcp.extension import MCPInstance
@@ -48,31 +46,13 @@ def demo(*args: str, **keys: Any) -> dict[str, Any]:
 
 
 class ConfigHarness(RuntimeHarness):
-    """A harness in a given config dir, sharing a given ``services`` dict (as runtimes of one host do).
+    """A harness in a given config dir, sharing a given ``HostServices`` (as runtimes of one host do).
 
     It offers the kernel ``read`` tool too, so turns can read ``mcp://`` resources.
     """
 
-    def __init__(self, home: Path, *, config_dir: Path, services: dict[str, Any], **kwargs: Any):
-        super().__init__(home, extra_tools=[self._read_tool()], **kwargs)
-        self._config_dir = config_dir
-        self._shared = services
-
-    @property
-    def config_dir(self) -> Path:
-        """The test's config dir."""
-        return self._config_dir
-
-    @property
-    def services(self) -> dict[str, Any]:
-        """The host-wide services, shared with the other runtimes of the test."""
-        return self._shared
-
-    def _read_tool(self) -> Tool:
-        async def read(arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
-            return await make_read_tool(self.resources).handler(arguments, ctx)
-
-        return Tool("read", READ_DESCRIPTION, read, READ_PARAMETERS, trust="untrusted")
+    def __init__(self, home: Path, *, config_dir: Path, services: HostServices, **kwargs: Any):
+        super().__init__(home, config_dir=config_dir, services=services, kernel_tools=("read",), **kwargs)
 
 
 class ConfigDir:

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
 from jsonschema import SchemaError, ValidationError
 from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 
-from ishiki_host.core.clock import SystemClock
+from ishiki_host.core.clock import DeadlineExceeded, run_with_deadline
 from ishiki_host.core.hooks import Block
 from ishiki_host.core.tools import Tool, ToolResult, render_result, trust_allows
-from ishiki_host.core.turns import CallContext, CallRecord
+from ishiki_host.core.turns import CallContext, ToolCallRecord
 from ishiki_host.errors import ToolError
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.messages import ToolCall
     from ishiki_host.core.turns import Step
 
-__all__ = ["ToolDispatcher", "run_with_deadline"]
+__all__ = ["ToolCaller"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -39,7 +38,7 @@ T = TypeVar("T")
 _RAW_QUOTE_LIMIT = 500
 
 
-class ToolDispatcher:
+class ToolCaller:
     """Answers the tool calls of steps, in order, for one agent."""
 
     def __init__(self, hooks: HookChain, bus: EventBus, clock: Clock, *, tool_timeout: float | None):
@@ -48,24 +47,24 @@ class ToolDispatcher:
         self._clock = clock
         self._tool_timeout = tool_timeout
 
-    async def dispatch(self, call: ToolCall, step: Step) -> CallRecord:
+    async def call(self, call: ToolCall, step: Step) -> ToolCallRecord:
         """Answer ``call``; the record's result has been through every ``after_tool_call`` hook."""
         record = await self._check(call, step)
         if record is None:
             record = await self._decide_and_run(call, step)
         result = await self._hooks.after_tool_call(call, record.result, step)
-        return CallRecord(call, record.tool, result, record.status)
+        return ToolCallRecord(call, record.tool, result, record.status)
 
-    async def dispatch_within(self, call: ToolCall, step: Step, tools: Sequence[Tool]) -> CallRecord:
+    async def call_within(self, call: ToolCall, step: Step, tools: Sequence[Tool]) -> ToolCallRecord:
         """Answer a call that a running tool of ``step`` makes (a codemode program), among ``tools``.
 
         The call is checked, decided and run as the model's calls are: unknown tool, JSON and schema checks,
         ``before_tool_call`` hooks (trust), the deadline, the events and every ``after_tool_call`` hook. Hooks
         see a view of ``step`` whose ``tools`` are ``tools``. Nothing is logged: the calling tool's result is.
         """
-        return await self.dispatch(call, replace(step, tools=list(tools)))
+        return await self.call(call, replace(step, tools=list(tools)))
 
-    async def _check(self, call: ToolCall, step: Step) -> CallRecord | None:
+    async def _check(self, call: ToolCall, step: Step) -> ToolCallRecord | None:
         tool = step.tool(call.name)
         if tool is None:
             await self._note_refused_by_trust(call, step)
@@ -91,25 +90,25 @@ class ToolDispatcher:
                 reason = f"{call.name} needs trust {tool.trust}; this turn is {setup.trust}"
                 await self._bus.emit("tool.blocked", call=call, reason=reason, step=step)
 
-    async def _reject(self, call: ToolCall, tool: Tool | None, message: str, step: Step) -> CallRecord:
+    async def _reject(self, call: ToolCall, tool: Tool | None, message: str, step: Step) -> ToolCallRecord:
         logger.info("tool call %s (%s) rejected: %s", call.id, call.name, message)
         result = ToolResult.error(message)
         await self._bus.emit("tool.failed", call=call, result=result, error=ToolError(message), step=step)
-        return CallRecord(call, tool, result, "rejected")
+        return ToolCallRecord(call, tool, result, "rejected")
 
-    async def _decide_and_run(self, call: ToolCall, step: Step) -> CallRecord:
+    async def _decide_and_run(self, call: ToolCall, step: Step) -> ToolCallRecord:
         tool = step.tool(call.name)
         assert tool is not None
         decision = await self._hooks.before_tool_call(call, step)
         if decision is not None:
             if isinstance(decision, Block):
                 await self._bus.emit("tool.blocked", call=call, reason=decision.reason, step=step)
-                return CallRecord(call, tool, ToolResult.error(f"blocked: {decision.reason}"), "blocked")
+                return ToolCallRecord(call, tool, ToolResult.error(f"blocked: {decision.reason}"), "blocked")
             await self._bus.emit("tool.done", call=call, result=decision.result, step=step)
-            return CallRecord(call, tool, decision.result, "replaced")
+            return ToolCallRecord(call, tool, decision.result, "replaced")
         return await self._run(tool, call, step)
 
-    async def _run(self, tool: Tool, call: ToolCall, step: Step) -> CallRecord:
+    async def _run(self, tool: Tool, call: ToolCall, step: Step) -> ToolCallRecord:
         await self._bus.emit("tool.start", call=call, step=step)
         context = CallContext(call=call, turn=step.turn.number, step=step.index)
         try:
@@ -119,12 +118,12 @@ class ToolDispatcher:
             result = render_result(value)
         except Exception as exc:
             result = ToolResult.error(_describe_failure(tool, exc, self._tool_timeout))
-            if not isinstance(exc, ToolError | _DeadlineExceeded):
+            if not isinstance(exc, ToolError | DeadlineExceeded):
                 logger.warning("tool %s raised", tool.name, exc_info=True)
             await self._bus.emit("tool.failed", call=call, result=result, error=exc, step=step)
-            return CallRecord(call, tool, result, "failed")
+            return ToolCallRecord(call, tool, result, "failed")
         await self._bus.emit("tool.done", call=call, result=result, step=step)
-        return CallRecord(call, tool, result, "ran")
+        return ToolCallRecord(call, tool, result, "ran")
 
     def _validate(self, tool: Tool, arguments: Mapping[str, Any]) -> str | None:
         try:
@@ -167,46 +166,6 @@ def _validator_for(parameters: Mapping[str, Any]) -> Any:
     return _VALIDATORS[key][1]
 
 
-class _DeadlineExceeded(TimeoutError):
-    """The injectable clock's deadline passed (not a ``TimeoutError`` the handler raised itself)."""
-
-
-async def run_with_deadline(clock: Clock, seconds: float | None, fn: Callable[[], Awaitable[T]]) -> T:
-    """Await ``fn()``; raise ``TimeoutError`` if ``clock`` says ``seconds`` passed first (``None``: no limit).
-
-    The deadline runs on the injectable clock, so tests move it with ``FakeClock.advance``; on the real clock it
-    is a plain deadline of the event loop (no watchdog task per call). The error raised is a ``TimeoutError``
-    subclass private to this module, so a handler's own ``TimeoutError`` stays apart.
-    """
-    if seconds is None:
-        return await fn()
-    if isinstance(clock, SystemClock):  # the real clock: a deadline on the event loop, no watchdog task
-        with anyio.move_on_after(seconds):
-            return await fn()
-        raise _DeadlineExceeded(f"no answer within {seconds:g} s")
-    outcome: list[T] = []
-    failure: list[Exception] = []
-    with anyio.CancelScope() as deadline:
-        async with anyio.create_task_group() as tg:
-
-            async def watchdog() -> None:
-                await clock.sleep(seconds)
-                deadline.cancel()
-
-            tg.start_soon(watchdog)
-            try:
-                outcome.append(await fn())
-            except Exception as exc:
-                failure.append(exc)
-            finally:
-                tg.cancel_scope.cancel()
-    if failure:
-        raise failure[0]
-    if not outcome:
-        raise _DeadlineExceeded(f"no answer within {seconds:g} s")
-    return outcome[0]
-
-
 def _unknown_tool_message(name: str, step: Step) -> str:
     names = ", ".join(sorted(tool.name for tool in step.tools))
     available = f"available tools: {names}" if names else "no tools are available in this step"
@@ -221,6 +180,6 @@ def _describe_validation(error: ValidationError) -> str:
 def _describe_failure(tool: Tool, exc: Exception, timeout: float | None) -> str:
     if isinstance(exc, ToolError):
         return str(exc)
-    if isinstance(exc, _DeadlineExceeded):
+    if isinstance(exc, DeadlineExceeded):
         return f"{tool.name} did not finish within {timeout:g} s and was stopped"
     return f"{type(exc).__name__}: {exc}"
