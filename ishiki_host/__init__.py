@@ -35,12 +35,11 @@ from ishiki_host.config.services import PLUGIN_API_VERSION, Plugin, PluginConfig
 from ishiki_host.config.validation import did_you_mean, schema_problems, with_defaults
 from ishiki_host.config.yamlio import YamlDocument, format_path, parse_yaml, read_text
 from ishiki_host.core.agent import Agent
-from ishiki_host.core.bus import BusEvent, BusPhase, EventBus
+from ishiki_host.core.bus import BusEvent, BusPhase, EventBus, EventValue
 from ishiki_host.core.clock import Clock, FakeClock, SystemClock, run_with_deadline
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.hooks import AgentHooks, Block, Replace, StepDecision, Stop, ToolDecision
-from ishiki_host.core.jsontypes import Json
 from ishiki_host.core.messages import ImagePart, Message, Part, TextPart, ToolCall
 from ishiki_host.core.model import (
     LanguageModel,
@@ -62,6 +61,7 @@ from ishiki_host.core.window import project_entries, select_session_window
 from ishiki_host.gateway.api import ModelAPI, ProviderClient
 from ishiki_host.gateway.attribution import usage_purpose
 from ishiki_host.gateway.classify import classify_http, classify_transport, malformed
+from ishiki_host.jsontypes import Json
 from ishiki_host.plugins.base import ContextEngine, Extension, ToolcallEngine, WakeupEngine
 from ishiki_host.plugins.commands import Command, CommandContext, CommandHandler, CommandTable, HostView
 from ishiki_host.plugins.hookspecs import hookimpl
@@ -123,6 +123,7 @@ __all__ = [
     "Estimator",
     "EventBus",
     "EventKind",
+    "EventValue",
     "Extension",
     "FactLog",
     "FakeClock",

@@ -25,9 +25,10 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ishiki_host.config.services import Plugin, PluginConfig
+from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
     import logging
@@ -146,7 +147,7 @@ class InboundAttachment:
     size: int | None = None
     data: bytes | None = None
     fetcher: str | None = None
-    locator: Mapping[str, Any] = field(default_factory=dict)
+    locator: Mapping[str, Json] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from ishiki_host.addresses.ids import ChannelKind, channel_id, is_platform, parse_channel_id, parse_sid
 from ishiki_host.errors import EventInvalid, ResourceError
+from ishiki_host.jsontypes import Json
 from ishiki_host.resources.urls import parse_resource_url
 
 __all__ = [
@@ -51,12 +52,12 @@ class User:
         if self.name is not None and not isinstance(self.name, str):
             raise EventInvalid(f"User.name must be a string or None, got {self.name!r}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form: ``{"id", "name"?}``."""
         return {"id": self.id, "name": self.name} if self.name is not None else {"id": self.id}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> User:
+    def from_dict(cls, data: Mapping[str, Json]) -> User:
         """Inverse of ``to_dict``."""
         return cls(id=data["id"], name=data.get("name"))
 
@@ -79,9 +80,9 @@ class Attachment:
         if self.size is not None and (not isinstance(self.size, int) or self.size < 0):
             raise EventInvalid(f"Attachment.size must be a non-negative int or None, got {self.size!r}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form: ``{"url", "mediaType", "name"?, "size"?}``."""
-        out: dict[str, Any] = {"url": self.url, "mediaType": self.media_type}
+        out: dict[str, Json] = {"url": self.url, "mediaType": self.media_type}
         if self.name is not None:
             out["name"] = self.name
         if self.size is not None:
@@ -89,7 +90,7 @@ class Attachment:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Attachment:
+    def from_dict(cls, data: Mapping[str, Json]) -> Attachment:
         """Inverse of ``to_dict``."""
         return cls(
             url=data["url"],
@@ -113,15 +114,15 @@ class Quote:
         if not isinstance(self.text, str):
             raise EventInvalid(f"Quote.text must be a string, got {self.text!r}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form: ``{"messageId", "text", "user"?, "fromSelf"}``."""
-        out: dict[str, Any] = {"messageId": self.message_id, "text": self.text, "fromSelf": self.from_self}
+        out: dict[str, Json] = {"messageId": self.message_id, "text": self.text, "fromSelf": self.from_self}
         if self.user is not None:
             out["user"] = self.user.to_dict()
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Quote:
+    def from_dict(cls, data: Mapping[str, Json]) -> Quote:
         """Inverse of ``to_dict``."""
         user = data.get("user")
         return cls(
@@ -152,7 +153,7 @@ class IshikiEvent:
     quote: Quote | None = None
     mentions_self: bool = False
     attachments: tuple[Attachment, ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Json] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in _EVENT_KINDS:
@@ -186,9 +187,9 @@ class IshikiEvent:
         """A private (one-to-one) chat."""
         return self.channel_kind == "private"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """The JSON form stored as ``data.source`` of a fact-log message entry."""
-        out: dict[str, Any] = {
+        out: dict[str, Json] = {
             "kind": self.kind,
             "platform": self.platform,
             "selfId": self.self_id,
@@ -210,11 +211,11 @@ class IshikiEvent:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> IshikiEvent:
+    def from_dict(cls, data: Mapping[str, Json]) -> IshikiEvent:
         """Inverse of ``to_dict``; ``EventInvalid`` names what is missing or wrong."""
         try:
             user, quote = data.get("user"), data.get("quote")
-            attachments: Sequence[Mapping[str, Any]] = data.get("attachments") or ()
+            attachments: Sequence[Mapping[str, Json]] = data.get("attachments") or ()
             return cls(
                 kind=data["kind"],
                 platform=data["platform"],

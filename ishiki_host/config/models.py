@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from ishiki_host.jsontypes import Json
 
 __all__ = [
     "CircuitBreakerConfig",
@@ -50,7 +52,7 @@ class ProviderConfig:
     timeout_seconds: float = 120.0
     connect_timeout_seconds: float = 10.0
     read_timeout_seconds: float = 60.0
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Json] = field(default_factory=dict)
 
     def model(self, model_id: str) -> ModelSpec | None:
         """The model with that id, if this provider lists it."""

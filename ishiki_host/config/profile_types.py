@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ishiki_host.config.claims import Claims
 from ishiki_host.config.services import ENGINE_GROUPS, EXTENSION_GROUP, service_name
+from ishiki_host.jsontypes import Json
 
 __all__ = [
     "CodemodeConfig",
@@ -36,7 +37,7 @@ class EngineChoice:
 
     kind: EngineKind
     name: str
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Json] = field(default_factory=dict)
 
     @property
     def service(self) -> str:
@@ -49,7 +50,7 @@ class ExtensionUse:
     """One enabled extension and its config, defaults applied."""
 
     name: str
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Json] = field(default_factory=dict)
 
     @property
     def service(self) -> str:
@@ -155,7 +156,7 @@ class Profile:
     session: SessionConfig = field(default_factory=SessionConfig)
     reply_with_text: bool = True
     max_steps: int = 20
-    document: Mapping[str, Any] = field(default_factory=dict)
+    document: Mapping[str, Json] = field(default_factory=dict)
 
     @property
     def engines(self) -> tuple[EngineChoice, EngineChoice, EngineChoice]:

@@ -10,9 +10,9 @@ import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ishiki_host.config.schemas import SchemaName, load_schema
+from ishiki_host.jsontypes import Json
 
 __all__ = ["PAGES", "main", "render_page", "schema_rows", "schema_table", "write_reference"]
 
@@ -23,7 +23,7 @@ _HEADER = "<!-- Generated from {source} by `{command}`. Do not edit: change the 
 COMMAND = "python -m ishiki_host.config.reference docs/reference"
 
 
-def schema_rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str, str, str]]:
+def schema_rows(schema: Mapping[str, Json], prefix: str = "") -> Iterator[tuple[str, str, str, str]]:
     """``(key, type, default, description)`` for every key of an object schema, nested keys dotted."""
     required = set(schema.get("required", ()))
     for key, sub in schema.get("properties", {}).items():
@@ -33,7 +33,7 @@ def schema_rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[s
         yield from _children(sub, name)
 
 
-def _children(sub: Mapping[str, Any], name: str) -> Iterator[tuple[str, str, str, str]]:
+def _children(sub: Mapping[str, Json], name: str) -> Iterator[tuple[str, str, str, str]]:
     if "properties" in sub:
         yield from schema_rows(sub, f"{name}.")
     extra = sub.get("additionalProperties")
@@ -48,7 +48,7 @@ def _children(sub: Mapping[str, Any], name: str) -> Iterator[tuple[str, str, str
         yield from schema_rows(items, f"{name}[].")
 
 
-def _type(schema: Mapping[str, Any]) -> str:
+def _type(schema: Mapping[str, Json]) -> str:
     if "enum" in schema:
         return " \\| ".join(f"`{v}`" for v in schema["enum"])
     kind = schema.get("type", "any")
@@ -61,7 +61,7 @@ def _type(schema: Mapping[str, Any]) -> str:
     return text + _bounds(schema)
 
 
-def _bounds(schema: Mapping[str, Any]) -> str:
+def _bounds(schema: Mapping[str, Json]) -> str:
     low = schema.get("minimum", schema.get("exclusiveMinimum"))
     high = schema.get("maximum", schema.get("exclusiveMaximum"))
     if low is None and high is None:
@@ -71,7 +71,7 @@ def _bounds(schema: Mapping[str, Any]) -> str:
     return f", {left}x{right}"
 
 
-def _default(schema: Mapping[str, Any]) -> str:
+def _default(schema: Mapping[str, Json]) -> str:
     if "default" not in schema:
         return ""
     return f"`{json.dumps(schema['default'], ensure_ascii=False)}`"
@@ -81,7 +81,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def schema_table(schema: Mapping[str, Any], prefix: str = "") -> list[str]:
+def schema_table(schema: Mapping[str, Json], prefix: str = "") -> list[str]:
     """A Markdown table of every key of ``schema``."""
     lines = ["| key | type | default | description |", "|---|---|---|---|"]
     lines += ["| " + " | ".join(row) + " |" for row in schema_rows(schema, prefix)]

@@ -12,7 +12,9 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
+
+from ishiki_host.jsontypes import Json
 
 __all__ = [
     "CHANNEL_GROUP",
@@ -30,9 +32,9 @@ __all__ = [
 PLUGIN_API_VERSION = "1.0"
 """The plugin-API version this host speaks; a plugin whose major differs is refused."""
 
-PluginConfig = Mapping[str, Any]
+PluginConfig = Mapping[str, Json]
 """A plugin's validated config block (its ``config_schema`` with defaults applied). Its values are arbitrary
-JSON, which is why they are ``Any``: the schema, not the type, says what each key holds."""
+JSON (``Json``): the schema, not the type, says what each key holds."""
 
 ENGINE_GROUPS: Mapping[str, str] = {
     "context": "ishiki.engine.context",
@@ -60,7 +62,7 @@ class ServiceSpec:
     """
 
     full_name: str
-    config_schema: Mapping[str, Any]
+    config_schema: Mapping[str, Json]
     requires: tuple[str, ...] = ()
     default_enabled: bool = False
     needs_base_url: bool = False
@@ -94,6 +96,6 @@ class Plugin(ABC):  # noqa: B024 - abstract by convention; each subclass declare
       engine requires ``ishiki.engine.toolcall.narrative``).
     """
 
-    config_schema: ClassVar[Mapping[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
+    config_schema: ClassVar[Mapping[str, Json]] = {"type": "object", "properties": {}, "additionalProperties": False}
     api_version: ClassVar[str] = PLUGIN_API_VERSION
     requires: ClassVar[tuple[str, ...]] = ()

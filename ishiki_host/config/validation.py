@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.config.yamlio import Key, format_path
+from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -26,13 +27,13 @@ __all__ = ["compiled", "did_you_mean", "schema_errors", "schema_problems", "with
 
 _HIDDEN = "<hidden>"
 _SECRET = re.compile(r"(key|token|secret|password|passwd|authorization|credentials?)$", re.IGNORECASE)
-_COMPILED: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+_COMPILED: dict[int, tuple[Mapping[str, Json], Draft202012Validator]] = {}
 _VALID: set[tuple[int, str]] = set()  # (validator id, JSON of a small value) known to be valid
 _VALID_MAX = 4096
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
-def compiled(schema: Mapping[str, Any]) -> Draft202012Validator:
+def compiled(schema: Mapping[str, Json]) -> Draft202012Validator:
     """The validator of ``schema``, compiled on first use (keyed by the schema object's identity)."""
     hit = _COMPILED.get(id(schema))
     if hit is not None and hit[0] is schema:
@@ -50,14 +51,14 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def with_defaults(schema: Mapping[str, Any], data: Any) -> Any:
+def with_defaults(schema: Mapping[str, Json], data: Json) -> Json:
     """A copy of ``data`` with the schema's ``default`` values filled in for absent properties, recursively."""
     if isinstance(data, list):
         items = schema.get("items")
         return [with_defaults(items, item) for item in data] if isinstance(items, Mapping) else data
     if not isinstance(data, dict):
         return data
-    properties: Mapping[str, Any] = schema.get("properties", {})
+    properties: Mapping[str, Json] = schema.get("properties", {})
     extra = schema.get("additionalProperties")
     if not properties and not isinstance(extra, Mapping):
         return data
@@ -76,7 +77,7 @@ def with_defaults(schema: Mapping[str, Any], data: Any) -> Any:
 
 def schema_errors(
     validator: Draft202012Validator,
-    data: Any,
+    data: Json,
     doc: YamlDocument,
     error: type[ConfigError],
     prefix: Sequence[Key] = (),
@@ -125,7 +126,7 @@ def _describe(err: ValidationError) -> list[tuple[tuple[Key, ...], str]]:
     return [(path, _message(err, path))]
 
 
-def _schema(err: ValidationError) -> Mapping[str, Any]:
+def _schema(err: ValidationError) -> Mapping[str, Json]:
     return err.schema if isinstance(err.schema, Mapping) else {}
 
 
@@ -133,7 +134,7 @@ def _value(err: ValidationError) -> Any:
     return err.validator_value
 
 
-def _pattern_match(schema: Mapping[str, Any], key: str) -> bool:
+def _pattern_match(schema: Mapping[str, Json], key: str) -> bool:
     return any(re.search(p, key) for p in schema.get("patternProperties", {}))
 
 
@@ -192,8 +193,8 @@ def _strip_secret(message: str, instance: Any, path: tuple[Key, ...]) -> str:
 
 
 def schema_problems(
-    schema: Mapping[str, Any],
-    data: Any,
+    schema: Mapping[str, Json],
+    data: Json,
     doc: YamlDocument,
     error: type[ConfigError],
     prefix: Sequence[Key] = (),
@@ -203,6 +204,6 @@ def schema_problems(
 
     What a plugin calls to validate a config file of its own (read with ``read_text`` and ``parse_yaml``, which
     also parses JSON) the way the host validates its own: plain words, "did you mean" for unknown keys and
-    values, secrets never echoed. ``data`` holds arbitrary JSON, hence ``Any``.
+    values, secrets never echoed.
     """
     return schema_errors(compiled(schema), data, doc, error, prefix)

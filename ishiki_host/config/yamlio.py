@@ -26,6 +26,7 @@ import yaml
 from yaml import events as ev
 
 from ishiki_host.config.envvars import expand_vars
+from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
     from ishiki_host.errors import ConfigError
@@ -109,7 +110,7 @@ class YamlDocument:
     """A parsed file: its data, the line of each key path, and the non-fatal problems found on the way."""
 
     file: str
-    data: Any
+    data: Json
     lines: dict[tuple[Key, ...], int] = field(default_factory=dict)
     errors: list[ConfigError] = field(default_factory=list)
 
@@ -183,14 +184,14 @@ def parse_yaml(text: str, display: str, error: type[ConfigError], env: Mapping[s
 class _Frame:
     """A mapping or sequence being built."""
 
-    value: dict[str, Any] | list[Any]
+    value: dict[str, Json] | list[Json]
     path: tuple[Key, ...]
     anchor: str | None
     start_values: int
     key: str | None = None
     child_height: int = 0
     merge_next: bool = False
-    merges: list[Any] = field(default_factory=list)
+    merges: list[Json] = field(default_factory=list)
 
 
 class _Builder:
@@ -235,7 +236,7 @@ class _Builder:
             raise self.fail("a key must be plain text, not a mapping or a list", event)
         path = self.child_path(event)
         self.count(1, 1, event)
-        value: dict[str, Any] | list[Any] = {} if isinstance(event, ev.MappingStartEvent) else []
+        value: dict[str, Json] | list[Json] = {} if isinstance(event, ev.MappingStartEvent) else []
         if event.anchor:
             self.anchors[event.anchor] = None
         self.stack.append(_Frame(value, path, event.anchor, self.values))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
@@ -30,6 +30,7 @@ from ishiki_host.core.runner import Inbox, Running, SetupFn, TurnRunner
 from ishiki_host.core.tool_calls import ToolCaller
 from ishiki_host.core.turns import Delivery, Recovery, Turn, TurnHandle, TurnOutcome
 from ishiki_host.errors import AgentBusy, AgentStopped, ToolError
+from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
@@ -52,7 +53,7 @@ _BLANK_PROMPT = "Continue."
 class _Request:
     """A queued turn."""
 
-    def __init__(self, handle: TurnHandle, prompt: str | None, trigger: dict[str, Any]):
+    def __init__(self, handle: TurnHandle, prompt: str | None, trigger: dict[str, Json]):
         self.handle = handle
         self.prompt = prompt
         self.triggers = [trigger]
@@ -140,7 +141,7 @@ class Agent:
     # -- input -----------------------------------------------------------------------------------------
 
     async def send(
-        self, message: Message | Mapping[str, Any], *, trigger: bool = False, if_busy: IfBusy = "join"
+        self, message: Message | Mapping[str, Json], *, trigger: bool = False, if_busy: IfBusy = "join"
     ) -> Delivery:
         """Hand a message entry (``Message`` or the ``data`` of a message entry) to the agent.
 
@@ -170,7 +171,7 @@ class Agent:
                 return delivery
         return self._hold(data, trigger, if_busy)
 
-    def _hold(self, data: dict[str, Any], trigger: bool, if_busy: IfBusy) -> Delivery:
+    def _hold(self, data: dict[str, Json], trigger: bool, if_busy: IfBusy) -> Delivery:
         if if_busy == "reject":
             number = self._current.turn.number if self._current else "?"
             raise AgentBusy(f"the agent is running turn {number}; the entry was rejected (if_busy='reject')")
@@ -185,7 +186,7 @@ class Agent:
         *,
         priority: Priority = "interactive",
         reason: str | None = None,
-        info: Mapping[str, Any] | None = None,
+        info: Mapping[str, Json] | None = None,
     ) -> TurnHandle:
         """Queue a turn; returns its handle (``handle.number`` now, ``await handle`` for the outcome).
 
@@ -196,7 +197,7 @@ class Agent:
         """
         if prompt is not None and not prompt.strip():
             prompt = _BLANK_PROMPT
-        trigger: dict[str, Any] = {"by": "continue", **(info or {})}
+        trigger: dict[str, Json] = {"by": "continue", **(info or {})}
         if reason:
             trigger["reason"] = reason
         return await self._enqueue(prompt, priority, trigger)
@@ -208,7 +209,7 @@ class Agent:
             if delivery.entry is not None:
                 await self._enqueue(None, "interactive", {"by": "message", "entry": delivery.entry.id})
 
-    async def _enqueue(self, prompt: str | None, priority: Priority, trigger: dict[str, Any]) -> TurnHandle:
+    async def _enqueue(self, prompt: str | None, priority: Priority, trigger: dict[str, Json]) -> TurnHandle:
         await self._until_ready()
         if prompt is None and self._queue:
             request = self._queue[-1]
@@ -331,7 +332,7 @@ class Agent:
         self._stopped.set()
 
 
-def _message_data(message: Message | Mapping[str, Any]) -> dict[str, Any]:
+def _message_data(message: Message | Mapping[str, Json]) -> dict[str, Json]:
     """The ``data`` of a message entry, checked to be a message."""
     data = message.to_dict() if isinstance(message, Message) else dict(message)
     if data.get("role") not in _ROLES:

@@ -37,9 +37,14 @@ from typing import Any, Literal, get_args
 
 import anyio
 
-__all__ = ["PHASES", "BusEvent", "BusPhase", "EventBus", "Handler"]
+__all__ = ["PHASES", "BusEvent", "BusPhase", "EventBus", "EventValue", "Handler"]
 
 logger = logging.getLogger(__name__)
+
+
+EventValue = Any
+"""What an event carries under one key. Its type depends on the event and the key (a ``Turn`` under ``turn``, an
+``Entry`` under ``entry``, a list of ids under ``ids``: the module docstring lists them): arbitrary, so ``Any``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +52,9 @@ class BusEvent:
     """One emitted event: its name and its data."""
 
     name: str
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, EventValue] = field(default_factory=dict)
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> EventValue:
         return self.data[key]
 
 
@@ -84,7 +89,7 @@ class EventBus:
 
         return unsubscribe
 
-    async def emit(self, name: str, **data: Any) -> None:
+    async def emit(self, name: str, **data: EventValue) -> None:
         """Call every handler subscribed to ``name`` or ``"*"``, one after the other."""
         handlers = self._routes.get(name)
         if handlers is None:

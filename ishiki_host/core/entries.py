@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from ishiki_host.jsontypes import Json
 
 __all__ = ["Entry", "EntryType"]
 
@@ -42,12 +43,12 @@ class Entry:
     id: int
     type: EntryType
     ts: float
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Json] = field(default_factory=dict)
     turn: int | None = None
 
     def to_json(self) -> str:
         """The JSONL line, without its newline."""
-        out: dict[str, Any] = {"id": self.id, "type": self.type, "ts": self.ts}
+        out: dict[str, Json] = {"id": self.id, "type": self.type, "ts": self.ts}
         if self.turn is not None:
             out["turn"] = self.turn
         out["data"] = self.data

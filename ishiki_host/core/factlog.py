@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import anyio
 
@@ -33,6 +33,7 @@ from ishiki_host.core import _logfile
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.core.entries import Entry
 from ishiki_host.errors import FactLogError
+from ishiki_host.jsontypes import Json
 
 __all__ = ["FactLog", "FsyncPolicy", "ReadStats", "Syncer"]
 
@@ -198,13 +199,13 @@ class FactLog:
         """The id of the newest entry known to be fsynced (entries up to it survive a power loss)."""
         return self._synced[1]
 
-    async def append(self, type: str, data: Mapping[str, Any], *, turn: int | None = None, sync: bool = True) -> Entry:
+    async def append(self, type: str, data: Mapping[str, Json], *, turn: int | None = None, sync: bool = True) -> Entry:
         """Append one entry; returns it as stored (``data`` round-tripped through JSON)."""
         (entry,) = await self.append_many([(type, data)], turn=turn, sync=sync)
         return entry
 
     async def append_many(
-        self, items: Iterable[tuple[str, Mapping[str, Any]]], *, turn: int | None = None, sync: bool = True
+        self, items: Iterable[tuple[str, Mapping[str, Json]]], *, turn: int | None = None, sync: bool = True
     ) -> list[Entry]:
         """Append ``(type, data)`` pairs as consecutive entries in one write (and at most one fsync).
 
@@ -227,7 +228,7 @@ class FactLog:
             await self.sync()
         return entries
 
-    def _draft(self, items: list[tuple[str, Mapping[str, Any]]], turn: int | None) -> tuple[list[Entry], list[bytes]]:
+    def _draft(self, items: list[tuple[str, Mapping[str, Json]]], turn: int | None) -> tuple[list[Entry], list[bytes]]:
         ts = self._clock.now()
         entries: list[Entry] = []
         lines: list[bytes] = []

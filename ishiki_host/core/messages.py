@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from ishiki_host.jsontypes import Json
 
 __all__ = ["ImagePart", "Message", "Part", "Role", "TextPart", "ToolCall"]
 
@@ -22,7 +24,7 @@ class TextPart:
 
     text: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form."""
         return {"type": "text", "text": self.text}
 
@@ -34,9 +36,9 @@ class ImagePart:
     url: str
     media_type: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form."""
-        out: dict[str, Any] = {"type": "image", "url": self.url}
+        out: dict[str, Json] = {"type": "image", "url": self.url}
         if self.media_type:
             out["media_type"] = self.media_type
         return out
@@ -56,20 +58,20 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Mapping[str, Json] = field(default_factory=dict)
     raw_arguments: str | None = None
     parse_error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form."""
-        out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
+        out: dict[str, Json] = {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
         if self.parse_error is not None:
             out["raw_arguments"] = self.raw_arguments
             out["parse_error"] = self.parse_error
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+    def from_dict(cls, data: Mapping[str, Json]) -> ToolCall:
         """Inverse of ``to_dict``."""
         return cls(
             id=str(data["id"]),
@@ -80,7 +82,7 @@ class ToolCall:
         )
 
 
-def _part_from_dict(data: Mapping[str, Any]) -> Part:
+def _part_from_dict(data: Mapping[str, Json]) -> Part:
     if data.get("type") == "image":
         return ImagePart(url=str(data["url"]), media_type=data.get("media_type"))
     return TextPart(text=str(data.get("text", "")))
@@ -127,9 +129,9 @@ class Message:
         """The result of ``call``."""
         return cls("tool", (TextPart(content),), tool_call_id=call.id, tool_name=call.name, is_error=is_error)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form (the ``data`` of a fact-log message entry, without the entry's own fields)."""
-        out: dict[str, Any] = {"role": self.role, "parts": [p.to_dict() for p in self.parts]}
+        out: dict[str, Json] = {"role": self.role, "parts": [p.to_dict() for p in self.parts]}
         if self.tool_calls:
             out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
         if self.tool_call_id is not None:
@@ -141,7 +143,7 @@ class Message:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+    def from_dict(cls, data: Mapping[str, Json]) -> Message:
         """Inverse of ``to_dict``; a plain ``content`` string is accepted for text."""
         parts: tuple[Part, ...]
         if "parts" in data:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from ishiki_host.core.messages import Message, ToolCall
+from ishiki_host.jsontypes import Json
 
 __all__ = [
     "FinishReason",
@@ -41,7 +42,7 @@ class ToolSpec:
 
     name: str
     description: str
-    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: Mapping[str, Json] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ class Usage:
     output_tokens: int = 0
     estimated: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form."""
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "estimated": self.estimated}
 

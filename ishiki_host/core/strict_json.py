@@ -9,15 +9,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ishiki_host.jsontypes import Json
+
 __all__ = ["loads_strict"]
 
 
-def loads_strict(text: str) -> Any:
+def loads_strict(text: str) -> Json:
     """``json.loads(text)``, raising ``ValueError`` on a duplicate key or a non-finite constant as well."""
     return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _no_duplicates(pairs: list[tuple[str, Json]]) -> dict[str, Json]:
     keys = [key for key, _ in pairs]
     duplicated = sorted({key for key in keys if keys.count(key) > 1})
     if duplicated:

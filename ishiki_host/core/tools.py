@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from ishiki_host.core.messages import ToolCall
 from ishiki_host.core.model import ToolSpec
+from ishiki_host.jsontypes import Json
 
 __all__ = [
     "TRUST_ORDER",
@@ -50,7 +51,7 @@ class ToolContext(Protocol):
         ...
 
 
-ToolHandler = Callable[[Mapping[str, Any], ToolContext], Awaitable[Any]]
+ToolHandler = Callable[[Mapping[str, Json], ToolContext], Awaitable[Json]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,7 @@ class ToolResult:
 
     content: str
     is_error: bool = False
-    data: Any = None
+    data: Json = None
 
     @classmethod
     def error(cls, message: str) -> ToolResult:
@@ -74,7 +75,7 @@ class Tool:
     name: str
     description: str
     handler: ToolHandler
-    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: Mapping[str, Json] = field(default_factory=lambda: {"type": "object", "properties": {}})
     trust: TrustLevel = "trusted"
     kind: Literal["action", "send", "control"] = "action"
 
@@ -83,7 +84,7 @@ class Tool:
         return ToolSpec(self.name, self.description, self.parameters)
 
 
-def render_result(value: Any) -> ToolResult:
+def render_result(value: Json) -> ToolResult:
     """Turn a handler's return value into a ``ToolResult`` (strings stay, others become JSON)."""
     if isinstance(value, ToolResult):
         return value

@@ -17,6 +17,7 @@ import anyio
 from ishiki_host.core.model import ModelRequest, ModelResult, Priority, ToolChoice, Usage
 from ishiki_host.core.tools import Tool, ToolResult, TrustLevel
 from ishiki_host.errors import ModelError
+from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
@@ -62,7 +63,7 @@ class Turn:
     number: int
     priority: Priority
     prompt: str | None = None
-    triggers: list[dict[str, Any]] = field(default_factory=list)
+    triggers: list[dict[str, Json]] = field(default_factory=list)
     setup: TurnSetup | None = None
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
@@ -180,7 +181,7 @@ class Delivery:
     entry could not be written, awaiting raises the ``FactLogError``.
     """
 
-    def __init__(self, data: dict[str, Any], *, trigger: bool, mode: str):
+    def __init__(self, data: dict[str, Json], *, trigger: bool, mode: str):
         self.data = data
         self.trigger = trigger
         self.mode = mode

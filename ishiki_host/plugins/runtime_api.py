@@ -40,10 +40,10 @@ if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.hooks import AgentHooks
-    from ishiki_host.core.jsontypes import Json
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import TrustLevel
     from ishiki_host.core.turns import TurnHandle, TurnOutcome, TurnStatus
+    from ishiki_host.jsontypes import Json
     from ishiki_host.plugins.services import HostServices
     from ishiki_host.resources import ResourceCenter
     from ishiki_host.sessions.manager import Sessions

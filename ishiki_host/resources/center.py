@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ishiki_host.core.tools import TRUST_ORDER, trust_allows
 from ishiki_host.errors import ResourceError
+from ishiki_host.jsontypes import Json
 from ishiki_host.resources.paging import (
     DEFAULT_PAGE_CHARS,
     DEFAULT_PAGE_LINES,
@@ -96,7 +97,7 @@ class Resource:
     media_type: str | None = None
     size: int | None = None
     name: str | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Json] = field(default_factory=dict)
 
 
 class SchemeHandler(Protocol):
@@ -126,7 +127,7 @@ class ReadResult:
     binary: bool = False
     size: int | None = None
     name: str | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Json] = field(default_factory=dict)
     page: Page | None = None
     lines: str | None = None
 
@@ -135,9 +136,9 @@ class ReadResult:
         """The page's text (``None`` for binary content)."""
         return self.page.text if self.page is not None else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form (the structured data of a ``read`` tool result)."""
-        out: dict[str, Any] = {"url": self.url, "mediaType": self.media_type, "binary": self.binary}
+        out: dict[str, Json] = {"url": self.url, "mediaType": self.media_type, "binary": self.binary}
         for key, value in (("view", self.view), ("size", self.size), ("name", self.name)):
             if value is not None:
                 out[key] = value
@@ -296,7 +297,7 @@ class ResourceCenter:
             return self._meta_result(shown, resource, selector, offset, column)
         media_type, text = self._content(resource)
         size = resource.size if resource.size is not None else _size(resource)
-        common: dict[str, Any] = {"view": view, "size": size, "name": resource.name, "meta": resource.meta}
+        common: dict[str, Json] = {"view": view, "size": size, "name": resource.name, "meta": resource.meta}
         common["lines"] = str(selector) if selector is not None else None
         if text is None:
             return ReadResult(shown, media_type, binary=True, **common)
@@ -347,7 +348,7 @@ class ResourceCenter:
         self, url: str, resource: Resource, selector: LineSelector | None, offset: int | None, column: int | None
     ) -> ReadResult:
         media_type = resource.media_type or guess_media_type(resource.name, resource.data)
-        described: dict[str, Any] = {"url": url, "mediaType": media_type}
+        described: dict[str, Json] = {"url": url, "mediaType": media_type}
         size = resource.size if resource.size is not None else _size(resource)
         if size is not None:
             described["size"] = size

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from ishiki_host.core.bus import EventBus
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.factlog import FactLog
-    from ishiki_host.core.jsontypes import Json
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.turns import TurnHandle
+    from ishiki_host.jsontypes import Json
     from ishiki_host.plugins.runtime_api import TurnView
     from ishiki_host.plugins.services import HostServices
     from ishiki_host.resources import ResourceCenter

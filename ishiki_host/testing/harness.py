@@ -55,10 +55,10 @@ if TYPE_CHECKING:
     from ishiki_host.core.agent import Agent
     from ishiki_host.core.bus import EventBus
     from ishiki_host.core.factlog import FactLog
-    from ishiki_host.core.jsontypes import Json
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.core.turns import TurnOutcome
+    from ishiki_host.jsontypes import Json
     from ishiki_host.plugins.runtime_api import RuntimeContext, TurnView
     from ishiki_host.resources import ResourceCenter
     from ishiki_host.sessions.manager import Sessions

@@ -69,3 +69,20 @@ async def test_a_handler_that_overruns_is_cut_off(caplog: pytest.LogCaptureFixtu
         await bus.emit("x")
     assert seen == ["after"]
     assert "overran" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_handlers_run_phase_by_phase_whoever_subscribed_first() -> None:
+    bus = EventBus()
+    seen: list[str] = []
+    bus.subscribe("turn.done", lambda e: seen.append("close"), phase="close")
+    bus.subscribe("turn.done", lambda e: seen.append("react 1"))
+    bus.subscribe("*", lambda e: seen.append("react 2 (every event)"))
+    bus.subscribe("turn.done", lambda e: seen.append("track"), phase="track")
+    await bus.emit("turn.done")
+    assert seen == ["track", "react 1", "react 2 (every event)", "close"]
+
+
+def test_an_unknown_phase_is_refused() -> None:
+    with pytest.raises(ValueError, match="bus phase must be one of track, react, close; got 'first'"):
+        EventBus().subscribe("turn.done", lambda e: None, phase="first")  # type: ignore[arg-type]
