@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PACKAGES := $(sort $(wildcard packages/*))
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck pytest bench docs clean
+.PHONY: setup run test lint typecheck pytest wheels bench docs clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ pytest: setup
 	$(BIN)/python -m pytest tests $(foreach p,$(PACKAGES),$(wildcard $(p)/tests))
 
 test: lint typecheck pytest
+
+# make wheels [ONLY="ishiki-ext-mcp ..."]: each package's tests against the host's wheel and its own, in a fresh
+# venv with no source tree on sys.path (tools/check_wheels.py; CI runs it after `make test`).
+wheels: setup
+	$(BIN)/python tools/check_wheels.py $(if $(ONLY),--only $(ONLY))
 
 # make bench [QUICK=1] [ONLY="factlog codemode"] [COMPARE=bench/results/<earlier>.json]; see docs/benchmarks.md.
 bench: setup

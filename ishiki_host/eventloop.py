@@ -1,8 +1,7 @@
 """The event loop ``ishiki`` runs the host on: uvloop where it is installed, else asyncio's own.
 
-uvloop is a dependency wherever it builds (Linux and macOS). It makes the host's own work per turn about a
-tenth cheaper (``bench/host_overhead.py``: the host's p50 turn 1.40 ms on asyncio, 1.28 ms on uvloop, on the
-same machine and commit). ``event_loop`` in ``ishiki.yaml`` picks one: ``auto`` (the default: uvloop when installed),
+uvloop is a dependency wherever it builds (Linux and macOS): the host's own work per turn is cheaper on it
+(measured in ``docs/benchmarks.md``, the event loop). ``event_loop`` in ``ishiki.yaml`` picks one: ``auto`` (the default: uvloop when installed),
 ``uvloop`` (an error in ``ishiki check`` when it is not installed) or ``asyncio`` (to compare, or to use
 asyncio's debug mode). The loop is chosen once, when ``ishiki run`` starts; a reload does not change it.
 """

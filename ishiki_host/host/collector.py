@@ -4,18 +4,13 @@ CPython's default thresholds (700, 10, 10) start a young collection every 700 ne
 objects. A host keeps hundreds of thousands of objects alive (its modules, its runtimes, their cached log
 entries), and each turn allocates a few hundred that live as long as its model call. At the default most of
 those survive two young collections, so they are promoted into the oldest generation, which then grows fast
-enough to start a full collection (a walk over every object the collector tracks) every few hundred turns.
-In ``bench/host_throughput.py`` (1,000 runtimes, 64 turns in flight) the collector took 1.0-1.4 ms of a turn's
-2.7-3.3 ms of CPU at the default. A full collection there walks about 600,000 objects and takes 0.4-0.5 s on
-the event loop; it runs once the objects promoted since the last one reach a quarter of the oldest generation,
-and objects are promoted when they are alive at a middle collection (a burst's queued turns are). So the
-fewer middle collections, the fewer full ones: with the youngest threshold at 25,000 a middle collection runs
-every 250,000 net allocations, and a full one came every third wave of 1,000 turns instead of every second
-(at 10,000: 0.25-0.35 ms of GC per turn; at 25,000: about 0.15 ms). The oldest generation is considered after
-every middle collection: a full collection still runs only when enough has accumulated there, but the garbage
-of evicted runtimes is found soon (with the default third threshold of 10 it waited ten times longer, and
-``bench/host_memory.py`` ended its churn 50% above the baseline; at 25,000 / 10 / 1 it ends 7% above, at
-10,000 / 10 / 1 1% above, at 50,000 / 10 / 1 14% above).
+enough to start a full collection (a walk over every object the collector tracks, on the event loop) every
+few hundred turns. A full collection runs once the objects promoted since the last one reach a quarter of the
+oldest generation, and objects are promoted when they are alive at a middle collection (a burst's queued turns
+are). So the fewer middle collections, the fewer full ones: a high youngest threshold (``THRESHOLDS``) makes
+middle collections rare. The oldest generation is considered after every middle collection (third threshold
+1), so the garbage of evicted runtimes is found soon. The measurements behind these numbers are in
+``docs/benchmarks.md`` (the garbage collector).
 
 While at least one host runs, the thresholds are ``THRESHOLDS`` (unless the youngest one is already at least
 as high, or the collector is disabled: then nothing changes); when the last host stops, the thresholds it

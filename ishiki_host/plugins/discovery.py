@@ -138,19 +138,35 @@ class PluginRegistry:
 
 
 class _GivenEntryPoints(ExtensionManager[Any]):
-    """stevedore's manager over entry points read by ``discover`` (bypassing its process-wide cache)."""
+    """stevedore's manager over entry points read by ``discover`` (its public ``list_entry_points`` gives them,
+    bypassing stevedore's process-wide cache, which would hide a plugin installed while the host runs)."""
 
     def __init__(self, namespace: str, entry_points: list[Any], callback: Any) -> None:
-        self._given = entry_points
+        self._given = [_GuardedEntryPoint(ep) for ep in entry_points]
         super().__init__(namespace, invoke_on_load=False, on_load_failure_callback=callback)
 
     def list_entry_points(self) -> list[Any]:
+        """The entry points ``discover`` read, each loading through ``_GuardedEntryPoint``."""
         return list(self._given)
 
-    def _load_one_plugin(self, ep: Any, *args: Any) -> Any:
-        # stevedore re-raises AssertionError, and SystemExit is no Exception: neither may stop the host
+
+class _GuardedEntryPoint:
+    """An entry point whose ``load`` raises what stevedore hands to the failure callback.
+
+    stevedore re-raises an ``AssertionError`` from an import, and ``SystemExit`` is no ``Exception``: either
+    would stop the host. Both become ``_FatalImport`` here, which stevedore reports like any load failure.
+    """
+
+    def __init__(self, entry_point: Any) -> None:
+        self.entry_point = entry_point
+        self.name: str = entry_point.name
+        self.value: str = entry_point.value
+        self.group: str = entry_point.group
+
+    def load(self) -> Any:
+        """The entry point's object; ``_FatalImport`` for an import that asserts or exits."""
         try:
-            return super()._load_one_plugin(ep, *args)
+            return self.entry_point.load()
         except (AssertionError, SystemExit) as exc:
             raise _FatalImport(exc) from exc
 
@@ -172,7 +188,8 @@ def discover(groups: Iterable[str] = GROUPS) -> PluginRegistry:
         failures: list[ServiceRecord] = []
         manager = _GivenEntryPoints(group, [ep for ep, _, _ in entries], _recorder(group, origin, failures))
         for ext in manager.extensions:
-            dist, version = origin.get(id(ext.entry_point), (None, None))
+            guarded: Any = ext.entry_point  # stevedore types it as the EntryPoint it thinks it was given
+            dist, version = origin.get(id(guarded.entry_point), (None, None))
             records.append(
                 _checked(ServiceRecord(group, ext.name, ext.entry_point.value, dist, version, plugin=ext.plugin))
             )
@@ -184,7 +201,7 @@ def _recorder(group: str, origin: dict[int, tuple[str | None, str | None]], fail
     """stevedore's failure callback: record the entry point that failed to load, with its distribution."""
 
     def failed(_manager: Any, ep: Any, exc: BaseException) -> None:
-        dist, version = origin.get(id(ep), (None, None))
+        dist, version = origin.get(id(ep.entry_point), (None, None))
         failures.append(ServiceRecord(group, ep.name, ep.value, dist, version, "error", _one_line(exc), "load"))
 
     return failed

@@ -1,20 +1,25 @@
-"""Plugin managers for extension hooks, and the one helper that awaits async hook results.
+"""Calling extension hooks: pluggy checks and parses them, the host calls them in ``extends`` order.
 
-There is no global plugin manager: ``make_plugin_manager`` builds a fresh one. Registering an instance checks
-it at once, so a misnamed ``@hookimpl`` fails at start-up rather than being silently ignored.
+pluggy is the contract's keeper: ``make_plugin_manager`` builds a fresh manager that knows every hook of
+``hookspecs`` (there is no global one), and registering an instance checks it at once (``check_pending``), so a
+misnamed ``@hookimpl`` is a ``PluginLoadFailed`` at start-up rather than silently ignored.
 
-pluggy calls implementations last-registered-first; extension hooks must run in ``extends`` order instead, so
-``call_in_order`` calls them in an order the caller gives. A runtime calls each of its extension instances
-by itself, through ``InstanceHooks``: the same checks and the same calls without a manager per runtime.
+The host owns the call loop, openly (``docs/plugins.md``). pluggy calls implementations last-registered-first
+and has no order by a list the caller gives, while extension hooks run in ``extends`` order; and a runtime
+mounts new instances of its extensions every time it spawns. So a runtime calls each of its instances through
+``InstanceHooks``: the instance's implementations, found by registering it in a pluggy manager (the same checks,
+the same parse, pluggy's public API only) and read back once, then called directly in pluggy's order for one
+plugin. ``HookCatalog`` remembers what it found per class, for one host (no process-wide cache); an instance
+that brings implementations of its own is looked at by itself. ``call_in_order`` does the same over a manager,
+for a caller that has one.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import types
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import pluggy
 
@@ -22,6 +27,7 @@ from ishiki_host.errors import PluginLoadFailed
 from ishiki_host.plugins import hookspecs
 
 __all__ = [
+    "HookCatalog",
     "InstanceHooks",
     "IshikiPluginManager",
     "await_results",
@@ -30,98 +36,33 @@ __all__ = [
     "make_plugin_manager",
 ]
 
+_MARKER = hookspecs.PROJECT + "_impl"
 
-@functools.lru_cache(maxsize=512)
-def _marked_names(namespace: Any, marker: str) -> frozenset[str]:
-    """Names of a class (and its bases) or a module that may carry ``marker``: marked functions, and slots."""
-    names: set[str] = set()
-    for klass in namespace.__mro__ if inspect.isclass(namespace) else (namespace,):
-        for name, value in vars(klass).items():
-            inner = getattr(value, "__func__", value)
-            marked = getattr(value, marker, None) is not None or getattr(inner, marker, None) is not None
-            if marked or isinstance(value, types.MemberDescriptorType):
-                names.add(name)
-    return frozenset(names)
-
-
-@functools.lru_cache(maxsize=512)
-def _slot_names(klass: Any) -> frozenset[str]:
-    """Names of a class (and its bases) that are slots: their values belong to each instance."""
-    return frozenset(
-        name
-        for base in klass.__mro__
-        for name, value in vars(base).items()
-        if isinstance(value, types.MemberDescriptorType)
-    )
-
-
-def _carries(value: object, marker: str) -> bool:
-    """Whether ``value`` (or the function it wraps) carries ``marker``."""
-    inner = getattr(value, "__func__", value)
-    return getattr(value, marker, None) is not None or getattr(inner, marker, None) is not None
-
-
-_CLASS_OPTS: dict[tuple[type, str, str], pluggy.HookimplOpts | None] = {}
-"""pluggy's options of each (class, name, marker) parsed so far (emptied when it reaches ``_CLASS_OPTS_LIMIT``)."""
-_CLASS_OPTS_LIMIT = 4096
-_SPEC_OPTS: dict[tuple[Any, str, str], pluggy.HookspecOpts | None] = {}
-"""pluggy's options of each hook spec parsed so far (same bound)."""
+_Table = dict[str, tuple[tuple[str, tuple[str, ...]], ...]]
+"""Hook name -> the (attribute, argument names) of its implementations, in pluggy's call order."""
 
 
 class IshikiPluginManager(pluggy.PluginManager):
-    """A pluggy ``PluginManager`` whose ``register`` validates the plugin at once.
+    """A pluggy ``PluginManager`` whose ``register`` checks the plugin at once.
 
     A hook implementation that names no hook of ``hookspecs`` (or takes an argument the hook does not have)
-    raises ``PluginLoadFailed`` and the plugin is not left registered.
-
-    Every runtime registers its extension instances in a manager of its own, so registering is on the path
-    of a new runtime: pluggy looks at every attribute of an instance, and here only the attributes that can
-    be hook implementations are looked at (the marked functions of its class, whatever is stored on the
-    instance itself), found once per class.
+    raises ``PluginLoadFailed`` and the plugin is not left registered. Only attributes that can be hook
+    implementations are read when an instance registers (``parse_hookimpl_opts``, which pluggy documents for
+    subclasses to override): pluggy itself reads every attribute, so a property would run before the instance
+    was ever attached.
     """
 
-    def __init__(self, project_name: str):
-        super().__init__(project_name)
-        self._impl_marker = project_name + "_impl"
-
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
-        """pluggy's own parse, for the names that may be hook implementations (see the class docstring).
-
-        An attribute of the instance itself is parsed only when it carries the marker; a marked function of
-        the class is parsed once per class (its options do not depend on the instance) and handed out as a
-        copy, because pluggy fills in the options it is given.
-        """
+        """pluggy's own parse, for an attribute of the instance carrying the marker or a marked name of its
+        class (and for modules and classes, which have no properties to run)."""
         if isinstance(plugin, type | types.ModuleType):
             return super().parse_hookimpl_opts(plugin, name)
         own = getattr(plugin, "__dict__", None)
         if isinstance(own, dict) and name in own:
-            return super().parse_hookimpl_opts(plugin, name) if _carries(own[name], self._impl_marker) else None
-        kind: Any = type(plugin)
-        if name not in _marked_names(kind, self._impl_marker):
+            return super().parse_hookimpl_opts(plugin, name) if _carries(own[name]) else None
+        if name not in _marked_names(type(plugin)):
             return None
-        if name in _slot_names(kind):
-            return super().parse_hookimpl_opts(plugin, name)  # a slot's value belongs to the instance
-        key = (kind, name, self._impl_marker)
-        if key not in _CLASS_OPTS:
-            if len(_CLASS_OPTS) >= _CLASS_OPTS_LIMIT:
-                _CLASS_OPTS.clear()  # classes made on the fly (tests) must not pile up
-            _CLASS_OPTS[key] = super().parse_hookimpl_opts(plugin, name)
-        opts = _CLASS_OPTS[key]
-        return None if opts is None else cast("pluggy.HookimplOpts", dict(opts))
-
-    def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
-        """pluggy's own parse, for the marked names only, once per (module or class, name): a manager is made
-        per runtime, and the specs do not change."""
-        marker = self.project_name + "_spec"
-        if name not in _marked_names(module_or_class, marker):
-            return None
-        key = (module_or_class, name, marker)
-        if key not in _SPEC_OPTS:
-            if len(_SPEC_OPTS) >= _CLASS_OPTS_LIMIT:
-                _SPEC_OPTS.clear()
-            _SPEC_OPTS[key] = super().parse_hookspec_opts(module_or_class, name)
-        opts = _SPEC_OPTS[key]
-        return None if opts is None else cast("pluggy.HookspecOpts", dict(opts))
+        return super().parse_hookimpl_opts(plugin, name)
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         """Register ``plugin`` (an instance) and check every hook implementation it brings."""
@@ -192,10 +133,32 @@ async def _collect(calls: Iterable[tuple[Any, dict[str, Any]]], return_exception
     return results
 
 
-_Table = dict[str, tuple[tuple[str, tuple[str, ...]], ...]]
-"""Hook name -> the (attribute, argument names) of its implementations, in pluggy's call order."""
-_TABLES: dict[type, _Table] = {}
-"""The table of each class whose implementations are all its own (bounded as ``_CLASS_OPTS``)."""
+class HookCatalog:
+    """The hook implementations of the plugin classes one host has mounted, found once per class.
+
+    A class's table holds for every instance that brings no implementation of its own (see ``InstanceHooks``).
+    Classes made on the fly (tests) must not pile up: past ``limit`` classes the catalog starts again.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._tables: dict[type, _Table] = {}
+        self._limit = limit
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+    def hooks(self, instance: object) -> InstanceHooks:
+        """The hooks of ``instance`` (``PluginLoadFailed`` when one is misnamed)."""
+        kind = type(instance)
+        if not _shares_class_table(instance):
+            return InstanceHooks(instance)
+        table = self._tables.get(kind)
+        if table is None:
+            table = _table_of(instance)
+            if len(self._tables) >= self._limit:
+                self._tables.clear()
+            self._tables[kind] = table
+        return InstanceHooks(instance, table)
 
 
 class InstanceHooks:
@@ -203,35 +166,15 @@ class InstanceHooks:
 
     ``InstanceHooks(instance)`` checks the instance as ``IshikiPluginManager.register`` does
     (``PluginLoadFailed`` for a ``@hookimpl`` that names no hook, or takes an argument its hook does not have)
-    and finds its implementations in the order ``call_in_order`` calls them. Both are done once per class: a
-    runtime mounts new instances of its extensions every time it spawns, and a pluggy manager built and
-    filled for them was an eighth of a new runtime's first turn. An instance that carries implementations of
-    its own (stored on the instance, or in a slot) is looked at by itself.
+    and finds its implementations in the order ``call_in_order`` calls them. ``HookCatalog.hooks`` passes the
+    table of the instance's class instead, when it has one.
     """
 
     __slots__ = ("_table", "instance")
 
-    def __init__(self, instance: object):
+    def __init__(self, instance: object, table: _Table | None = None):
         self.instance = instance
-        kind: Any = type(instance)
-        marker = hookspecs.PROJECT + "_impl"
-        own = getattr(instance, "__dict__", None) or {}
-        marked = _marked_names(kind, marker)
-        # The class's table holds for an instance that adds no implementation of its own, shadows none of the
-        # class's (an attribute set on the instance under that name) and keeps none in a slot.
-        shared = (
-            not any(_carries(value, marker) for value in own.values())
-            and not (own.keys() & marked)
-            and not (marked & _slot_names(kind))
-        )
-        table = _TABLES.get(kind) if shared else None
-        if table is None:
-            table = _table_of(instance)
-            if shared:
-                if len(_TABLES) >= _CLASS_OPTS_LIMIT:
-                    _TABLES.clear()
-                _TABLES[kind] = table
-        self._table = table
+        self._table = table if table is not None else _table_of(instance)
 
     def implements(self, hook: str) -> bool:
         """Whether the instance implements ``hook``."""
@@ -247,16 +190,49 @@ class InstanceHooks:
         return await _collect(calls, return_exceptions)
 
 
+def _marked_names(klass: type) -> frozenset[str]:
+    """Names of a class (and its bases) that may hold a hook implementation: marked functions, and slots."""
+    names: set[str] = set()
+    for base in klass.__mro__:
+        for name, value in vars(base).items():
+            if _carries(value) or isinstance(value, types.MemberDescriptorType):
+                names.add(name)
+    return frozenset(names)
+
+
+def _slot_names(klass: type) -> frozenset[str]:
+    """Names of a class (and its bases) that are slots: their values belong to each instance."""
+    return frozenset(
+        name
+        for base in klass.__mro__
+        for name, value in vars(base).items()
+        if isinstance(value, types.MemberDescriptorType)
+    )
+
+
+def _carries(value: object) -> bool:
+    """Whether ``value`` (or the function it wraps) carries the ``@hookimpl`` marker."""
+    inner = getattr(value, "__func__", value)
+    return getattr(value, _MARKER, None) is not None or getattr(inner, _MARKER, None) is not None
+
+
+def _shares_class_table(instance: object) -> bool:
+    """Whether its class's table holds for ``instance``: it adds no implementation of its own, shadows none of
+    the class's (an attribute set on the instance under that name) and keeps none in a slot."""
+    kind = type(instance)
+    own = getattr(instance, "__dict__", None) or {}
+    marked = _marked_names(kind)
+    return not any(_carries(v) for v in own.values()) and not (own.keys() & marked) and not (marked & _slot_names(kind))
+
+
 def _table_of(instance: object) -> _Table:
     """Register ``instance`` in a fresh manager (the checks) and read its implementations back."""
     manager = make_plugin_manager()
     manager.register(instance)
-    # Only these can be implementations (IshikiPluginManager.parse_hookimpl_opts); no other attribute is read.
     own = getattr(instance, "__dict__", None) or {}
-    kind: Any = type(instance)
-    names = sorted(_marked_names(kind, hookspecs.PROJECT + "_impl") | own.keys())
+    names = sorted(_marked_names(type(instance)) | own.keys())
     bound = [(name, value) for name in names if callable(value := getattr(instance, name, None))]
-    table: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+    table: _Table = {}
     for hook, caller in vars(manager.hook).items():
         implementations = caller.get_hookimpls()
         if implementations:

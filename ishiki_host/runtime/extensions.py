@@ -1,7 +1,7 @@
 """The extension instances mounted on one runtime: their hooks, called in order, and their end.
 
-Each instance is checked when it is mounted (``InstanceHooks``: a misnamed hook implementation is
-``PluginLoadFailed``) and asked in ``extends`` order (mounted order for instances added later). ``stop_all``
+Each instance is checked when it is mounted (``HookCatalog.hooks``: a misnamed hook implementation is
+``PluginLoadFailed``; the host's catalog reads each class once) and asked in ``extends`` order (mounted order for instances added later). ``stop_all``
 calls every ``ishiki_stop`` (an exception is logged and the others still run) and then every dispose callable
 ``ishiki_attach`` returned, in reverse order.
 
@@ -15,7 +15,7 @@ import logging
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.plugins.hooks import InstanceHooks, await_results
+from ishiki_host.plugins.hooks import HookCatalog, InstanceHooks, await_results
 
 if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
@@ -28,9 +28,10 @@ __all__ = ["MountedExtensions"]
 class MountedExtensions:
     """The extension instances of one runtime (see the module docstring)."""
 
-    def __init__(self, runtime: RuntimeContext, logger: logging.Logger):
+    def __init__(self, runtime: RuntimeContext, logger: logging.Logger, catalog: HookCatalog | None = None):
         self._runtime = runtime
         self._logger = logger
+        self._catalog = catalog or HookCatalog()
         self._mounted: list[tuple[str, InstanceHooks]] = []
         self._disposers: list[tuple[str, Any]] = []
 
@@ -50,12 +51,12 @@ class MountedExtensions:
 
     def register(self, name: str, instance: object) -> None:
         """Mount ``instance`` (``PluginLoadFailed`` when a hook implementation is misnamed)."""
-        self._mounted.append((name, InstanceHooks(instance)))
+        self._mounted.append((name, self._catalog.hooks(instance)))
 
     async def attach(self, name: str, instance: object) -> None:
         """Run ``ishiki_attach`` of one instance; an exception is logged, the instance stays mounted."""
         hooks = next((hooks for _, hooks in self._mounted if hooks.instance is instance), None)
-        hooks = hooks or InstanceHooks(instance)
+        hooks = hooks or self._catalog.hooks(instance)
         try:
             results = await hooks.call("ishiki_attach", runtime=self._runtime)
         except Exception:

@@ -1,7 +1,7 @@
 """What a runtime is made from: the parts its host shares, and the parts its profile shares.
 
 ``SharedParts`` is shared by every runtime of a host (clock, directories, the channel outlets, other models,
-host-wide services). ``ProfileParts`` is shared by the runtimes of one profile: the profile, its one model
+host-wide services, the host's own commands, the hook catalog of the extension classes it mounted). ``ProfileParts`` is shared by the runtimes of one profile: the profile, its one model
 object (never mutated; toolcall engines wrap it per runtime) and the provider objects of its engines and
 extensions, whose ``create`` makes each runtime's instances. ``ProviderCache`` keeps one provider object per
 service and class for the whole host; ``profile_parts`` assembles a profile's parts from the registry.
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from ishiki_host.errors import PluginNotFound
+from ishiki_host.plugins.hooks import HookCatalog
 from ishiki_host.plugins.services import HostServices
 from ishiki_host.resources import AssetFetchers
 
@@ -77,6 +78,7 @@ class SharedParts:
     shutdown_grace: float = 10.0
     homes: HomeLocks = field(default_factory=HomeLocks)
     commands: tuple[Command, ...] = ()
+    hooks: HookCatalog = field(default_factory=HookCatalog)
 
 
 @dataclass(frozen=True, slots=True)

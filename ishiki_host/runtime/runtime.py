@@ -156,7 +156,7 @@ class AgentRuntime:
             spawn=self._spawn,
             notices=self._notices,
         )
-        self._extensions = MountedExtensions(self._context, self._logger)
+        self._extensions = MountedExtensions(self._context, self._logger, shared.hooks)
         self._surface = surface or default_surface()
         if surface is None:
             self._surface.add(SWITCHES_STAGE, switches_stage(shared.services, parts.profile.id), after="extensions")

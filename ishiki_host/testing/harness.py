@@ -22,7 +22,8 @@ is entered. ``services`` is the ``HostServices`` the runtime shares (give severa
 runtimes of one host do); ``config_dir`` the config directory it sees. Work given to ``spawn`` runs in the runtime;
 ``await rt.settle()`` waits for it (wrap it in a deadline). A profile in cross mode gives the runtime the cross key
 (``<profile>/main``). Leaving the block stops the runtime like a host would: turns end, every extension's
-``ishiki_stop`` and dispose run, the log is closed.
+``ishiki_stop`` and dispose run, the log is closed. ``rt.expect()`` opens an expectation block: messages received
+as a channel delivers them, then what must have been sent and called (``ishiki_host.testing.expect``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ishiki_host.runtime.parts import EngineUse, ProfileParts, SharedParts
 from ishiki_host.runtime.runtime import AgentRuntime
 from ishiki_host.testing.channels import FakeConnection
 from ishiki_host.testing.configs import plugin_config
+from ishiki_host.testing.expect import Expectations
 
 if TYPE_CHECKING:
     from ishiki_host.channels.base import ChannelConnection
@@ -298,3 +300,16 @@ class RuntimeHarness(AgentRuntime):
         """Append a user message and run one turn; returns its outcome (wrap it in a deadline)."""
         await self.agent.send(Message.user(text))
         return await (await self.agent.continue_(reason="test"))
+
+    def expect(self, *, timeout: float = 30.0) -> Expectations:
+        """An expectation block on the entered harness (``ishiki_host.testing.expect``): ``async with
+        rt.expect() as x: x.receive("hi"); x.should_send("hello")``. Messages received go through ``deliver``;
+        without a wakeup engine the block starts a turn for each, with one the engine decides. ``timeout``
+        caps the whole run (it fails as "timed out")."""
+        wakeup = self._need_started().engines.wakeup
+        start_turn = self._start_expected_turn if wakeup is None else None
+        channel_id = self.key.channel_id or "private:local"
+        return Expectations(self, channel_id=channel_id, start_turn=start_turn, timeout=timeout)
+
+    async def _start_expected_turn(self) -> None:
+        await self.agent.continue_(reason="expect")
