@@ -1,9 +1,10 @@
 """The event loop ``ishiki`` runs the host on: uvloop where it is installed, else asyncio's own.
 
-uvloop is a dependency wherever it builds (Linux and macOS): the host's own work per turn is cheaper on it
-(measured in ``docs/benchmarks.md``, the event loop). ``event_loop`` in ``ishiki.yaml`` picks one: ``auto`` (the default: uvloop when installed),
-``uvloop`` (an error in ``ishiki check`` when it is not installed) or ``asyncio`` (to compare, or to use
-asyncio's debug mode). The loop is chosen once, when ``ishiki run`` starts; a reload does not change it.
+uvloop is a dependency wherever it builds (Linux and macOS): the host's own work per turn is cheaper on it (measured
+in ``docs/benchmarks.md``, the event loop). ``event_loop`` in ``ishiki.yaml`` picks one: ``auto`` (the default:
+uvloop when installed), ``uvloop`` (an error in ``ishiki check`` when it is not installed) or ``asyncio`` (to
+compare, or to use asyncio's debug mode). The loop is chosen once, when ``ishiki run`` starts; a reload does not
+change it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The extension instances mounted on one runtime: their hooks, called in order, and their end.
 
 Each instance is checked when it is mounted (``HookCatalog.hooks``: a misnamed hook implementation is
-``PluginLoadFailed``; the host's catalog reads each class once) and asked in ``extends`` order (mounted order for instances added later). ``stop_all``
-calls every ``ishiki_stop`` (an exception is logged and the others still run) and then every dispose callable
-``ishiki_attach`` returned, in reverse order.
+``PluginLoadFailed``; the host's catalog reads each class once) and asked in ``extends`` order (mounted order for
+instances added later). ``stop_all`` calls every ``ishiki_stop`` (an exception is logged and the others still run)
+and then every dispose callable ``ishiki_attach`` returned, in reverse order.
 
 The per-turn hooks take ``only``: the names of the extensions switched on for the turn (``/extensions``
 writes the switches); ``None`` asks every instance.

@@ -1,10 +1,11 @@
 """What a runtime is made from: the parts its host shares, and the parts its profile shares.
 
 ``SharedParts`` is shared by every runtime of a host (clock, directories, the channel outlets, other models,
-host-wide services, the host's own commands, the hook catalog of the extension classes it mounted). ``ProfileParts`` is shared by the runtimes of one profile: the profile, its one model
-object (never mutated; toolcall engines wrap it per runtime) and the provider objects of its engines and
-extensions, whose ``create`` makes each runtime's instances. ``ProviderCache`` keeps one provider object per
-service and class for the whole host; ``profile_parts`` assembles a profile's parts from the registry.
+host-wide services, the host's own commands, the hook catalog of the extension classes it mounted). ``ProfileParts``
+is shared by the runtimes of one profile: the profile, its one model object (never mutated; toolcall engines wrap it
+per runtime) and the provider objects of its engines and extensions, whose ``create`` makes each runtime's
+instances. ``ProviderCache`` keeps one provider object per service and class for the whole host; ``profile_parts``
+assembles a profile's parts from the registry.
 """
 
 from __future__ import annotations
