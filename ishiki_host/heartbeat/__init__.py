@@ -24,7 +24,7 @@ from ishiki_host.heartbeat.janitor import ClearReport, clear_images
 from ishiki_host.heartbeat.prompts import prompt_for
 from ishiki_host.heartbeat.render import describe_beat, format_time, render_beats
 from ishiki_host.heartbeat.rules import BeatRules, check_beat, next_run_for, parse_duration
-from ishiki_host.heartbeat.runner import BeatHost, HostBeatRunner, is_beat_turn
+from ishiki_host.heartbeat.runner import BeatRuntimes, RuntimeBeatRunner, is_beat_turn
 from ishiki_host.heartbeat.scheduler import BeatRunner, HeartbeatScheduler
 from ishiki_host.heartbeat.service import HeartbeatService
 from ishiki_host.heartbeat.sync import BeatFileWatcher, SyncReport, sync_from_file
@@ -34,9 +34,9 @@ from ishiki_host.heartbeat.tools import Poker, TargetSource, make_beat_tools, vi
 __all__ = [
     "BeatFile",
     "BeatFileWatcher",
-    "BeatHost",
     "BeatRules",
     "BeatRunner",
+    "BeatRuntimes",
     "ClearReport",
     "ConfigTargets",
     "CronExpr",
@@ -44,8 +44,8 @@ __all__ = [
     "HeartbeatInstance",
     "HeartbeatScheduler",
     "HeartbeatService",
-    "HostBeatRunner",
     "Poker",
+    "RuntimeBeatRunner",
     "SyncReport",
     "TargetSource",
     "TargetValidator",

@@ -7,7 +7,7 @@
   the heartbeat extension recognises a beat's own turn (it offers no beat tools there). A cross-mode runtime
   serves many chats, so its prompt also names the chat to speak in.
 - **Without a target**, the beat is one background call (``priority="background"``, no tools) to the model
-  ``BeatHost.background_model`` picks, with the persona as the system prompt when there is one; the reply's
+  ``BeatRuntimes.background_model`` picks, with the persona as the system prompt when there is one; the reply's
   text is the output.
 
 Whatever goes wrong raises (``BeatRunFailed``, a ``ModelError``, ``AgentStopped``...): the scheduler records
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.store.repos.beat_types import Beat, BeatTarget
 
-__all__ = ["BEAT_TRIGGER", "BeatHost", "HostBeatRunner", "is_beat_turn"]
+__all__ = ["BEAT_TRIGGER", "BeatRuntimes", "RuntimeBeatRunner", "is_beat_turn"]
 
 BEAT_TRIGGER = "heartbeat"
 """The key of a beat's wake in its turn's trigger (``{"by": "continue", "reason": "wake", "heartbeat": id}``)."""
@@ -40,7 +40,7 @@ def is_beat_turn(triggers: list[dict[str, Any]]) -> bool:
     return any(BEAT_TRIGGER in trigger for trigger in triggers)
 
 
-class BeatHost(Protocol):
+class BeatRuntimes(Protocol):
     """What the runner needs of the host."""
 
     async def runtime_for(
@@ -54,10 +54,10 @@ class BeatHost(Protocol):
         ...
 
 
-class HostBeatRunner:
+class RuntimeBeatRunner:
     """Runs beats on a host's runtimes and models (see the module docstring)."""
 
-    def __init__(self, host: BeatHost, *, max_tokens: int | None = None):
+    def __init__(self, host: BeatRuntimes, *, max_tokens: int | None = None):
         self._host = host
         self._max_tokens = max_tokens
 

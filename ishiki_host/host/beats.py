@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ishiki_host.config.services import EXTENSION_GROUP, service_name
 from ishiki_host.errors import BeatRunFailed
-from ishiki_host.heartbeat.runner import HostBeatRunner
+from ishiki_host.heartbeat.runner import RuntimeBeatRunner
 from ishiki_host.heartbeat.service import HEARTBEATS, HeartbeatService
 from ishiki_host.heartbeat.targets import HEARTBEAT_EXTENSION, target_refusal
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.store.repos.beat_types import Beat, BeatTarget
 
-__all__ = ["HostBeats", "RouteTargets", "start_heartbeats"]
+__all__ = ["RouteRuntimes", "RouteTargets", "start_heartbeats"]
 
 logger = logging.getLogger("ishiki_host.host")
 
@@ -49,8 +49,8 @@ class RouteTargets:
         return target_refusal(target, route.profile if route else None, config.profile(target.profile), known)
 
 
-class HostBeats:
-    """What the beat runner needs of the host (``heartbeat.runner.BeatHost``)."""
+class RouteRuntimes:
+    """What the beat runner needs of the host (``heartbeat.runner.BeatRuntimes``)."""
 
     def __init__(self, host: Host):
         self._host = host
@@ -86,7 +86,7 @@ async def start_heartbeats(host: Host, tg: TaskGroup) -> HeartbeatService | None
         return None
     service = HeartbeatService(
         store,
-        HostBeatRunner(HostBeats(host)),
+        RuntimeBeatRunner(RouteRuntimes(host)),
         config_dir=host.root,
         data_dir=config.host.data_dir,
         default_tz=config.host.timezone,

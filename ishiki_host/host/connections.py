@@ -12,7 +12,7 @@ true (a refused token) is reported once, without a traceback, and the channel st
 ``run`` that returns has finished (the console at the end of its input), and one not ready within
 ``start_timeout`` (60 s, real time) is restarted like a passing trouble (``ChannelNotReady``).
 
-``HostChannelContext`` is the ``ChannelHost`` each connection gets; its ``rng`` is seeded from the host's seed
+``ChannelContext`` is the ``ChannelHost`` each connection gets; its ``rng`` is seeded from the host's seed
 and the account (``platform#index``), so a seeded host replays every channel's jitter whatever order they
 start in.
 """
@@ -44,10 +44,10 @@ DispatchFn = Callable[["IshikiEvent", Sequence["InboundAttachment"]], Awaitable[
 
 __all__ = [
     "BACKOFF_CAP",
+    "ChannelContext",
     "ChannelDirectory",
     "ChannelSpec",
     "ChannelSupervisor",
-    "HostChannelContext",
     "backoff_delay",
     "channel_rng",
     "state_dir",
@@ -241,7 +241,7 @@ def state_dir(data_dir: Path, spec: ChannelSpec) -> Path:
     return Path(data_dir, "channels", escape_segment(spec.platform), escape_segment(name))
 
 
-class HostChannelContext:
+class ChannelContext:
     """The ``ChannelHost`` a connection is created with: clock, random source, its state directory, the shared
     asset fetchers, its logger, ``dispatch`` into the host, and ``request_stop`` (the console asks the host to
     exit at the end of its input)."""

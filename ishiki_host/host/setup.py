@@ -25,9 +25,9 @@ from ishiki_host.gateway.attribution import UsageListener
 from ishiki_host.gateway.gateway import Gateway
 from ishiki_host.gateway.scheduler import SchedulerConfig
 from ishiki_host.host.connections import (
+    ChannelContext,
     ChannelSpec,
     ChannelSupervisor,
-    HostChannelContext,
     channel_rng,
     state_dir,
 )
@@ -221,9 +221,9 @@ class ChannelSet:
             del self._supervisors[key]
             self._finished[key] = supervisor.spec.account
 
-    def _context(self, spec: ChannelSpec) -> HostChannelContext:
+    def _context(self, spec: ChannelSpec) -> ChannelContext:
         host = self.host
-        return HostChannelContext(
+        return ChannelContext(
             clock=host.clock,
             rng=channel_rng(host.seed, spec),
             state_dir=state_dir(host.config.host.data_dir, spec),

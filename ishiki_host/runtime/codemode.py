@@ -45,7 +45,7 @@ __all__ = [
     "CODEMODE_TOOL",
     "DIRECT_ONLY",
     "CodemodeSplit",
-    "ProgramHost",
+    "ProgramRuntime",
     "limits_of",
     "make_codemode_tool",
     "program_value",
@@ -61,7 +61,7 @@ class _Dispatch(Protocol):
     async def call_tool(self, call: ToolCall, tools: Sequence[Tool]) -> ToolCallRecord: ...
 
 
-class ProgramHost(Protocol):
+class ProgramRuntime(Protocol):
     """What a program's calls need of the runtime."""
 
     @property
@@ -111,7 +111,7 @@ def limits_of(config: CodemodeConfig) -> Limits:
     return Limits(**{f.name: getattr(config, f.name) for f in fields(Limits)})
 
 
-def make_codemode_tool(program: Sequence[Tool], limits: Limits, host: ProgramHost) -> Tool:
+def make_codemode_tool(program: Sequence[Tool], limits: Limits, host: ProgramRuntime) -> Tool:
     """The ``codemode`` tool for ``program`` (the tools its programs may call, already allowed by trust)."""
     tools = tuple(program)
     description = codemode_description([tool.spec() for tool in tools], limits)
@@ -122,7 +122,9 @@ def make_codemode_tool(program: Sequence[Tool], limits: Limits, host: ProgramHos
     return Tool(CODEMODE_TOOL, description, handler, CODEMODE_PARAMETERS, trust="untrusted", kind="action")
 
 
-async def _run(code: str, tools: Sequence[Tool], limits: Limits, host: ProgramHost, context: ToolContext) -> ToolResult:
+async def _run(
+    code: str, tools: Sequence[Tool], limits: Limits, host: ProgramRuntime, context: ToolContext
+) -> ToolResult:
     trust = host.turn_state.trust  # checked again now: a message that joined the turn may have lowered it
     reachable = [tool for tool in tools if trust_allows(trust, tool.trust)]
     numbers = itertools.count(1)

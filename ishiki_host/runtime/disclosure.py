@@ -27,7 +27,7 @@ from ishiki_host.errors import ToolConflictError
 from ishiki_host.runtime.codemode import (
     CODEMODE_TOOL,
     DIRECT_ONLY,
-    ProgramHost,
+    ProgramRuntime,
     limits_of,
     make_codemode_tool,
     split_for_codemode,
@@ -48,12 +48,12 @@ if TYPE_CHECKING:
     from ishiki_host.core.turns import Step
     from ishiki_host.runtime.surface import SurfaceContext, ToolSurface
 
-__all__ = ["DisclosureHost", "ToolDisclosure"]
+__all__ = ["DisclosureRuntime", "ToolDisclosure"]
 
 _FLUSH_ON = ("turn.step", "turn.done", "turn.failed", "turn.aborted")
 
 
-class DisclosureHost(ProgramHost, Protocol):
+class DisclosureRuntime(ProgramRuntime, Protocol):
     """What disclosure needs of its runtime (``AgentRuntime`` is one): a program's needs, and these."""
 
     @property
@@ -70,7 +70,7 @@ class DisclosureHost(ProgramHost, Protocol):
 class ToolDisclosure:
     """Codemode and toolsearch for one runtime (see the module docstring)."""
 
-    def __init__(self, host: DisclosureHost):
+    def __init__(self, host: DisclosureRuntime):
         profile = host.profile
         self._host = host
         self._codemode = profile.codemode

@@ -1,4 +1,4 @@
-"""``RuntimeHostView``: what ``/status`` and ``/tools`` show of a runtime that only the host knows.
+"""``RuntimeView``: what ``/status`` and ``/tools`` show of a runtime that only the host knows.
 
 - ``model_status``: the profile's model reference, then one line per member with its circuit breaker's state
   from the gateway (``fake:fake-model: breaker closed``; an open breaker says when it is probed again and its
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.runtime.extensions import MountedExtensions
 
-__all__ = ["RuntimeHostView", "breaker_line"]
+__all__ = ["RuntimeView", "breaker_line"]
 
 
 def breaker_line(member: str, status: Mapping[str, Any]) -> str:
@@ -38,7 +38,7 @@ def breaker_line(member: str, status: Mapping[str, Any]) -> str:
     return line
 
 
-class RuntimeHostView:
+class RuntimeView:
     """The ``HostView`` of one runtime (see the module docstring)."""
 
     def __init__(

@@ -49,7 +49,7 @@ from ishiki_host.runtime.context import PluginContext
 from ishiki_host.runtime.extensions import MountedExtensions
 from ishiki_host.runtime.gate import CommandGate
 from ishiki_host.runtime.hooks import RuntimeHooks
-from ishiki_host.runtime.hostview import RuntimeHostView
+from ishiki_host.runtime.hostview import RuntimeView
 from ishiki_host.runtime.images import ImageResolver
 from ishiki_host.runtime.lifecycle import Lifecycle
 from ishiki_host.runtime.notices import Notices
@@ -167,13 +167,13 @@ class AgentRuntime:
 
             self._disclosure = ToolDisclosure(self._context)
             self._disclosure.install(self._surface, self._bus)
-        view = RuntimeHostView(self._context, self._extensions, self._base_tools, self._wait_tool)
+        view = RuntimeView(self._context, self._extensions, self._base_tools, self._wait_tool)
         self._gate = CommandGate(
             self._context, self._tracker.policy, self._extensions, view, self._notices, shared.commands
         )
         self._filters: list[InboundFilter] = [self._gate]
         self._recent = RecentInbound()
-        self._tools_source = _SurfaceSource(
+        self._tools_source = _TurnTools(
             self._extra_tools, self._kernel_tools, self._wait_tool, self._turn_extension_tools
         )
 
@@ -450,8 +450,8 @@ class AgentRuntime:
         return join_sections(sections)
 
 
-class _SurfaceSource:
-    """A runtime's ``SurfaceHost``: the tools its default stages put together, read when a turn is set up."""
+class _TurnTools:
+    """A runtime's ``SurfaceSource``: the tools its default stages put together, read when a turn is set up."""
 
     __slots__ = ("_extensions", "_extra", "_kernel", "_wait")
 

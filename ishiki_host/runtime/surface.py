@@ -25,13 +25,13 @@ if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.core.turns import Turn
 
-__all__ = ["DISCLOSURE_STAGES", "SurfaceContext", "SurfaceHost", "SurfaceStage", "ToolSurface", "default_surface"]
+__all__ = ["DISCLOSURE_STAGES", "SurfaceContext", "SurfaceSource", "SurfaceStage", "ToolSurface", "default_surface"]
 
 DISCLOSURE_STAGES = ("toolsearch", "codemode")
 """Stages that decide how the final tool set is shown to the model; they stay at the end of the pipeline."""
 
 
-class SurfaceHost(Protocol):
+class SurfaceSource(Protocol):
     """What the default stages need of the runtime."""
 
     @property
@@ -58,7 +58,7 @@ class SurfaceHost(Protocol):
 class SurfaceContext:
     """What a stage may look at: the runtime, the turn, and the turn's trust level."""
 
-    runtime: SurfaceHost
+    runtime: SurfaceSource
     turn: Turn
     trust: TrustLevel
 

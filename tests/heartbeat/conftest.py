@@ -2,7 +2,7 @@
 real ``Host`` with its heartbeat service (``beat_host``).
 
 Time only moves when a test says so (``FakeClock``); ``Driver.hop`` jumps to the scheduler's next wake-up and
-waits (on events, never on time) until the scheduler has dealt with it; ``BeatHost.run_to`` does the same on
+waits (on events, never on time) until the scheduler has dealt with it; ``BeatRuntimes.run_to`` does the same on
 a whole host.
 """
 
@@ -161,7 +161,7 @@ def beats_file() -> Callable[..., str]:
     return text
 
 
-class BeatHost:
+class BeatRuntimes:
     """A running ``TestHost`` and its heartbeat service, driven on the host's ``FakeClock``."""
 
     def __init__(self, th: TestHost):
@@ -205,9 +205,9 @@ def beat_host(make_host: Any) -> Callable[..., Any]:
     """``async with beat_host(profiles=..., files=..., host=...) as bh``: a started host with heartbeats."""
 
     @asynccontextmanager
-    async def start(**options: Any) -> AsyncIterator[BeatHost]:
+    async def start(**options: Any) -> AsyncIterator[BeatRuntimes]:
         async with make_host(**options) as th:
-            driver = BeatHost(th)
+            driver = BeatRuntimes(th)
             await driver.settle()
             yield driver
 

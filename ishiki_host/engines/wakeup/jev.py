@@ -1,5 +1,9 @@
 """The ``jev`` wakeup engine: rules, then a cooldown, then a judge model (see ``jev_model`` for the scoring).
 
+``jev`` is the name the engine has in Ishiki, the system it comes from, kept so that its profiles carry over;
+read it as "judge": a small model judges whether the bot is spoken to, or would be welcome, and its verdict
+decides whether a turn starts.
+
 For every inbound platform message (``_inbound``) appended outside a turn, and for every message a turn left
 unseen or a crash left unanswered (``reconsider``):
 

@@ -1,4 +1,4 @@
-"""The core of the ``jev`` wakeup engine: rules first, then a cooldown, then a judge model.
+"""The core of the ``jev`` ("judge") wakeup engine: rules first, then a cooldown, then a judge model.
 
 For each committed message, in this order:
 
