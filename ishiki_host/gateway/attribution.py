@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ishiki_host.jsontypes import Json
+
 if TYPE_CHECKING:
     from ishiki_host.core.model import LanguageModel, ModelRequest, ModelResult, StreamEvent
     from ishiki_host.gateway.gateway import ModelCallRecord
@@ -39,7 +41,7 @@ __all__ = [
 class UsageSink(Protocol):
     """A runtime that records usage entries."""
 
-    def record_usage(self, data: dict[str, Any]) -> None:
+    def record_usage(self, data: dict[str, Json]) -> None:
         """Queue a ``usage`` entry (never blocks)."""
         ...
 

@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import httpx
@@ -35,6 +35,7 @@ from ishiki_host.gateway.group import MemberGroup
 from ishiki_host.gateway.model import GatewayModel
 from ishiki_host.gateway.pools import HttpClients, ProviderPool, make_pool
 from ishiki_host.gateway.scheduler import Scheduler, SchedulerConfig
+from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
     import os
@@ -62,7 +63,7 @@ class ModelCallRecord:
     usage: Usage | None = None
     error_kind: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form (for the fact log)."""
         return {
             "ref": self.ref,
@@ -88,7 +89,7 @@ class ProbeResult:
     error_kind: str | None = None
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """JSON form."""
         return {
             "ok": self.ok,
@@ -194,7 +195,7 @@ class Gateway:
         """The ``ModelSpec`` of a member (for context windows)."""
         return self.config.spec(member)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> dict[str, Json]:
         """A JSON snapshot: providers (errors, counters), members (breaker state), scheduler lanes."""
         return {
             "providers": {

@@ -17,9 +17,11 @@ import itertools
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
+
+from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
@@ -36,7 +38,7 @@ class SchedulerConfig:
     max_background_wait_seconds: float = 60.0
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> SchedulerConfig:
+    def from_mapping(cls, data: Mapping[str, Json]) -> SchedulerConfig:
         """From the ``scheduler:`` mapping (``interactive_grace_seconds``, ``max_background_wait_seconds``)."""
         values = {
             key: float(data[key]) for key in ("interactive_grace_seconds", "max_background_wait_seconds") if key in data
@@ -168,7 +170,7 @@ class Scheduler:
         finally:
             self._release(lane, waiter)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> dict[str, Json]:
         """Per provider: slots, in flight, waiting by priority, calls granted so far."""
         return {
             provider: {

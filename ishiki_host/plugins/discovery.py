@@ -22,6 +22,7 @@ from stevedore import ExtensionManager
 
 from ishiki_host.config.services import EXTENSION_GROUP, PROVIDER_GROUP, ServiceSpec, service_name
 from ishiki_host.errors import ConfigError, PluginAPIIncompatible, PluginLoadFailed
+from ishiki_host.jsontypes import Json
 from ishiki_host.plugins.base import GROUPS
 from ishiki_host.plugins.validate import check_plugin
 
@@ -63,7 +64,7 @@ class ServiceRecord:
         """Whether the service ships with the host itself."""
         return _canonical(self.distribution or "") == BUILTIN_DISTRIBUTION
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Json]:
         """The JSON shape of ``ishiki plugins --json``."""
         return {
             "service": self.full_name,
@@ -141,11 +142,11 @@ class _GivenEntryPoints(ExtensionManager[Any]):
     """stevedore's manager over entry points read by ``discover`` (its public ``list_entry_points`` gives them,
     bypassing stevedore's process-wide cache, which would hide a plugin installed while the host runs)."""
 
-    def __init__(self, namespace: str, entry_points: list[Any], callback: Any) -> None:
+    def __init__(self, namespace: str, entry_points: list[Json], callback: Any) -> None:
         self._given = [_GuardedEntryPoint(ep) for ep in entry_points]
         super().__init__(namespace, invoke_on_load=False, on_load_failure_callback=callback)
 
-    def list_entry_points(self) -> list[Any]:
+    def list_entry_points(self) -> list[Json]:
         """The entry points ``discover`` read, each loading through ``_GuardedEntryPoint``."""
         return list(self._given)
 

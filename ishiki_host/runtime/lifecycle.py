@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ishiki_host.errors import AgentStopped, RuntimeStartFailed
+from ishiki_host.jsontypes import Json
 from ishiki_host.runtime.tail import STOP_EVENT
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ class Lifecycle:
                     await self._clock.sleep(TYPING_INTERVAL)
             self._typing = None
 
-    def record_usage(self, data: dict[str, Any]) -> None:
+    def record_usage(self, data: dict[str, Json]) -> None:
         """Queue a usage entry; dropped (with a warning) when the runtime is not running or far behind."""
         if self._tg is None or self._usage_closed:
             return

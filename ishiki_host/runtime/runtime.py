@@ -44,6 +44,7 @@ from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.turns import Turn, TurnSetup
 from ishiki_host.errors import AgentStopped
 from ishiki_host.gateway.attribution import TurnCallModel, in_runtime
+from ishiki_host.jsontypes import Json
 from ishiki_host.resources import create_runtime_resources
 from ishiki_host.runtime.context import PluginContext
 from ishiki_host.runtime.extensions import MountedExtensions
@@ -230,7 +231,7 @@ class AgentRuntime:
         """See every event before it is ingested (``InboundFilter``), after the command layer."""
         self._filters.append(inbound_filter)
 
-    def record_usage(self, data: dict[str, Any]) -> None:
+    def record_usage(self, data: dict[str, Json]) -> None:
         """Queue a ``usage`` entry for a call made outside the agent's model step (``UsageSink``)."""
         self._lifecycle.record_usage(data)
 

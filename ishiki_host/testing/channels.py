@@ -21,11 +21,13 @@ import anyio
 from ishiki_host.channels.base import Channel, SendResult
 from ishiki_host.channels.events import IshikiEvent, Quote, User
 from ishiki_host.channels.split import split_message
+from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from ishiki_host.channels.base import ChannelHost, Delivery, InboundAttachment, OutboundFile
+    from ishiki_host.config.services import PluginConfig
 
 __all__ = ["FakeChannel", "FakeConnection", "SentMessage"]
 
@@ -151,7 +153,7 @@ class FakeConnection:
 class FakeChannel(Channel):
     """The plugin class of ``FakeConnection`` (platform ``fake``); an account may set ``self_id`` and ``limit``."""
 
-    config_schema: ClassVar[Mapping[str, Any]] = {
+    config_schema: ClassVar[Mapping[str, Json]] = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
@@ -160,6 +162,6 @@ class FakeChannel(Channel):
         },
     }
 
-    def create(self, ctx: Any, account: Mapping[str, Any]) -> FakeConnection:
+    def create(self, ctx: ChannelHost, account: PluginConfig) -> FakeConnection:
         """A connection dispatching to ``ctx``."""
         return FakeConnection(ctx, self_id=account.get("self_id", "bot"), limit=account.get("limit", 4096))

@@ -12,11 +12,12 @@ a "did you mean" hint) and fills in the schema's defaults before ``create`` sees
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ishiki_host.config.validation import compiled, schema_errors, with_defaults
 from ishiki_host.config.yamlio import YamlDocument
 from ishiki_host.errors import ConfigError
+from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
     from ishiki_host.plugins.base import ModelAPI, Plugin
@@ -25,17 +26,17 @@ __all__ = ["plugin_config"]
 
 
 def plugin_config(
-    plugin: type[Plugin] | type[ModelAPI], config: Mapping[str, Any] | None = None, *, where: str = "config"
-) -> dict[str, Any]:
+    plugin: type[Plugin] | type[ModelAPI], config: Mapping[str, Json] | None = None, *, where: str = "config"
+) -> dict[str, Json]:
     """``config`` (default: empty) validated against ``plugin.config_schema``, with the schema's defaults.
 
     Raises ``ConfigError`` whose message lists every problem as ``<where>.<key path>: <message>``, worded as
     ``ishiki check`` words them.
     """
-    schema: Mapping[str, Any] = plugin.config_schema
+    schema: Mapping[str, Json] = plugin.config_schema
     data = dict(config or {})
     problems = schema_errors(compiled(schema), data, YamlDocument(where, data), ConfigError, (where,))
     if problems:
         raise ConfigError("; ".join(f"{p.path}: {p.message}" for p in problems), path=problems[0].path)
-    result: dict[str, Any] = with_defaults(schema, data)
+    result: dict[str, Json] = with_defaults(schema, data)
     return result

@@ -12,16 +12,23 @@ Register them with ``ishiki_host.testing.registry_with`` (or through entry point
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ishiki_host.core.hooks import AgentHooks
 from ishiki_host.engines.toolcall.native import NativeToolcall
 from ishiki_host.plugins.base import ContextEngine, ToolcallEngine, WakeupEngine
 
 if TYPE_CHECKING:
+    from ishiki_host.config.services import PluginConfig
     from ishiki_host.core.bus import BusEvent
     from ishiki_host.core.entries import Entry
-    from ishiki_host.plugins.runtime_api import Dispose
+    from ishiki_host.plugins.runtime_api import (
+        ContextEngineInstance,
+        Dispose,
+        RuntimeContext,
+        ToolcallEngineInstance,
+        WakeupEngineInstance,
+    )
 
 __all__ = ["EveryMessageWakeup", "PassthroughToolcall", "PlainContext"]
 
@@ -37,12 +44,12 @@ def _wakes(entry: Entry) -> bool:
 
 
 class _EveryMessage:
-    def __init__(self, ctx: Any):
+    def __init__(self, ctx: RuntimeContext):
         self.ctx = ctx
         self.decided: list[int] = []
 
-    def attach(self, ctx: Any) -> Dispose:
-        return ctx.bus.subscribe("message.appended", self._appended)  # type: ignore[no-any-return]
+    def attach(self, ctx: RuntimeContext) -> Dispose:
+        return ctx.bus.subscribe("message.appended", self._appended)
 
     async def _appended(self, event: BusEvent) -> None:
         if not event["joined"]:
@@ -61,7 +68,7 @@ class _EveryMessage:
 class EveryMessageWakeup(WakeupEngine):
     """A turn for every inbound message (see the module docstring)."""
 
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> WakeupEngineInstance:
         """The instance for one runtime."""
         return _EveryMessage(ctx)
 
@@ -80,7 +87,7 @@ class _Plain:
 class PlainContext(ContextEngine):
     """The agent's default window (see the module docstring)."""
 
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> ContextEngineInstance:
         """The instance for one runtime."""
         return _Plain()
 
@@ -88,6 +95,6 @@ class PlainContext(ContextEngine):
 class PassthroughToolcall(ToolcallEngine):
     """The model's native tool calling, unwrapped (see the module docstring)."""
 
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
+    def create(self, ctx: RuntimeContext, config: PluginConfig) -> ToolcallEngineInstance:
         """The instance for one runtime."""
         return NativeToolcall()  # the built-in native engine's instance, without its option checks

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ishiki_host.jsontypes import Json
 from ishiki_host.testing.fake_models import FakeModelServer, Reply, chunk_bytes
 from ishiki_host.testing.http_server import Response
 
 __all__ = ["FakeAnthropicServer"]
 
 
-def _event(name: str, data: dict[str, Any]) -> bytes:
+def _event(name: str, data: dict[str, Json]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
@@ -39,18 +40,18 @@ class FakeAnthropicServer(FakeModelServer):
         """Queue Anthropic's 529 ``overloaded_error``."""
         self.error(529, "Overloaded", type="overloaded_error")
 
-    def render(self, reply: Reply, body: dict[str, Any], stream: bool, serial: int) -> Response:
+    def render(self, reply: Reply, body: dict[str, Json], stream: bool, serial: int) -> Response:
         """A message, or its event stream ending in ``message_stop``."""
         model = str(body.get("model", "fake-model"))
         stop = reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn")
         ids = [call.id or f"toolu_{serial}_{i}" for i, call in enumerate(reply.tool_calls)]
         if not stream:
-            content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+            content: list[dict[str, Json]] = [{"type": "text", "text": reply.text}] if reply.text else []
             content += [
                 {"type": "tool_use", "id": ids[i], "name": call.name, "input": _input(call.arguments)}
                 for i, call in enumerate(reply.tool_calls)
             ]
-            data: dict[str, Any] = {
+            data: dict[str, Json] = {
                 "id": f"msg_{serial}",
                 "type": "message",
                 "role": "assistant",
@@ -66,7 +67,7 @@ class FakeAnthropicServer(FakeModelServer):
 
     def _stream(self, reply: Reply, model: str, stop: str, ids: list[str], serial: int) -> Response:
         usage = reply.usage
-        message: dict[str, Any] = {
+        message: dict[str, Json] = {
             "id": f"msg_{serial}",
             "type": "message",
             "role": "assistant",
@@ -105,14 +106,14 @@ class FakeAnthropicServer(FakeModelServer):
                 )
             events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
             index += 1
-        final: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}}
+        final: dict[str, Json] = {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}}
         if usage is not None:
             final["usage"] = {"output_tokens": usage[1]}
         events += [_event("message_delta", final), _event("message_stop", {"type": "message_stop"})]
         headers = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
         return Response(200, headers, chunks=chunk_bytes(events, reply.chunk_size))
 
-    def error_body(self, message: str, type: str, status: int) -> dict[str, Any]:
+    def error_body(self, message: str, type: str, status: int) -> dict[str, Json]:
         """``{"type": "error", "error": {"type", "message"}}``."""
         return {"type": "error", "error": {"type": type, "message": message}}
 

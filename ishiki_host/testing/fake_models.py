@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ishiki_host.config.models import ModelSpec, ProviderConfig
+from ishiki_host.jsontypes import Json
 from ishiki_host.testing.http_server import LoopbackServer, RecordedRequest, Response
 
 __all__ = ["FakeModelServer", "Reply", "ScriptedCall", "chunk_bytes"]
@@ -29,7 +30,7 @@ class ScriptedCall:
     """A tool call to answer with; ``arguments`` may be raw text (e.g. ``"{"``, to test bad arguments)."""
 
     name: str
-    arguments: str | Mapping[str, Any] = field(default_factory=dict)
+    arguments: str | Mapping[str, Json] = field(default_factory=dict)
     id: str | None = None
 
 
@@ -98,7 +99,7 @@ class FakeModelServer(LoopbackServer, ABC):
         """Queue a successful answer (keywords: ``usage``, ``chunk_size``, ``finish_reason``)."""
         self.push(Reply(text, tuple(tool_calls), **kw))
 
-    def tool_call(self, name: str, arguments: str | Mapping[str, Any] | None = None, **kw: Any) -> None:
+    def tool_call(self, name: str, arguments: str | Mapping[str, Json] | None = None, **kw: Any) -> None:
         """Queue an answer that calls one tool."""
         self.reply(tool_calls=[ScriptedCall(name, {} if arguments is None else arguments)], **kw)
 
@@ -150,7 +151,7 @@ class FakeModelServer(LoopbackServer, ABC):
         return self.requests[-1]
 
     @property
-    def bodies(self) -> list[Any]:
+    def bodies(self) -> list[Json]:
         """The JSON bodies of every request, in order."""
         return [r.json for r in self.requests]
 
@@ -179,11 +180,11 @@ class FakeModelServer(LoopbackServer, ABC):
     # -- protocol (subclasses) --------------------------------------------------------------------------
 
     @abstractmethod
-    def render(self, reply: Reply, body: dict[str, Any], stream: bool, serial: int) -> Response:
+    def render(self, reply: Reply, body: dict[str, Json], stream: bool, serial: int) -> Response:
         """The protocol's answer for ``reply`` to a request with ``body``."""
 
     @abstractmethod
-    def error_body(self, message: str, type: str, status: int) -> dict[str, Any]:
+    def error_body(self, message: str, type: str, status: int) -> dict[str, Json]:
         """The protocol's error JSON."""
 
     @abstractmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ishiki_host.jsontypes import Json
 from ishiki_host.testing.fake_models import FakeModelServer, Reply, chunk_bytes
 from ishiki_host.testing.http_server import Response
 
@@ -21,7 +22,7 @@ def _pieces(text: str, size: int = 8) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _event(data: dict[str, Any] | str) -> bytes:
+def _event(data: dict[str, Json] | str) -> bytes:
     return f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
 
 
@@ -38,7 +39,7 @@ class FakeOpenAIServer(FakeModelServer):
         """Queue a 200 with an empty choices list."""
         self.push(Response.json({"id": "chatcmpl-empty", "object": "chat.completion", "choices": []}))
 
-    def render(self, reply: Reply, body: dict[str, Any], stream: bool, serial: int) -> Response:
+    def render(self, reply: Reply, body: dict[str, Json], stream: bool, serial: int) -> Response:
         """A chat.completion, or its chunk stream ending in ``[DONE]``."""
         model = str(body.get("model", "fake-model"))
         calls = [
@@ -59,7 +60,7 @@ class FakeOpenAIServer(FakeModelServer):
             }
         head = {"id": f"chatcmpl-{serial}", "created": CREATED, "model": model}
         if not stream:
-            message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+            message: dict[str, Json] = {"role": "assistant", "content": reply.text or None}
             if calls:
                 message["tool_calls"] = calls
             data = {
@@ -73,11 +74,16 @@ class FakeOpenAIServer(FakeModelServer):
         return self._stream(reply, head, calls, finish, usage if body.get("stream_options") else None)
 
     def _stream(
-        self, reply: Reply, head: dict[str, Any], calls: list[dict[str, Any]], finish: str, usage: dict[str, Any] | None
+        self,
+        reply: Reply,
+        head: dict[str, Json],
+        calls: list[dict[str, Json]],
+        finish: str,
+        usage: dict[str, Json] | None,
     ) -> Response:
         head = {**head, "object": "chat.completion.chunk"}
 
-        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        def chunk(delta: dict[str, Json], finish_reason: str | None = None) -> bytes:
             return _event({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
 
         events = [chunk({"role": "assistant", "content": ""})]
@@ -99,7 +105,7 @@ class FakeOpenAIServer(FakeModelServer):
         headers = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
         return Response(200, headers, chunks=chunk_bytes(events, reply.chunk_size))
 
-    def error_body(self, message: str, type: str, status: int) -> dict[str, Any]:
+    def error_body(self, message: str, type: str, status: int) -> dict[str, Json]:
         """``{"error": {"message", "type", "param", "code"}}``."""
         return {"error": {"message": message, "type": type, "param": None, "code": None}}
 

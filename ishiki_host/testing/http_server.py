@@ -15,7 +15,9 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
+
+from ishiki_host.jsontypes import Json
 
 __all__ = ["LoopbackServer", "RecordedRequest", "Response"]
 
@@ -30,7 +32,7 @@ class RecordedRequest:
     body: bytes
 
     @property
-    def json(self) -> Any:
+    def json(self) -> Json:
         """The body parsed as JSON (``None`` if it is not JSON)."""
         try:
             return json.loads(self.body)
@@ -55,7 +57,7 @@ class Response:
     delay: float = 0.0
 
     @classmethod
-    def json(cls, data: Any, status: int = 200, headers: Sequence[tuple[str, str]] = ()) -> Response:
+    def json(cls, data: Json, status: int = 200, headers: Sequence[tuple[str, str]] = ()) -> Response:
         """A JSON answer."""
         body = json.dumps(data).encode()
         return cls(status, (("content-type", "application/json"), *headers), body)
