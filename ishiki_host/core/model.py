@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 from ishiki_host.core.messages import Message, ToolCall
+from ishiki_host.errors import ModelBadRequest
 from ishiki_host.jsontypes import Json
 
 __all__ = [
@@ -140,6 +141,4 @@ async def generate_by_stream(model: LanguageModel, request: ModelRequest) -> Mod
     async for event in model.stream(request):
         if isinstance(event, StreamDone):
             return event.result
-    from ishiki_host.errors import ModelBadRequest
-
     raise ModelBadRequest("stream ended without a result", model=model.name)
