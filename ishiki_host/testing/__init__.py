@@ -16,20 +16,27 @@ from ishiki_host.testing.channel_host import FakeChannelHost, FakeDelivery
 from ishiki_host.testing.channels import FakeChannel, FakeConnection, SentMessage
 from ishiki_host.testing.configs import plugin_config
 from ishiki_host.testing.engines import EveryMessageWakeup, PassthroughToolcall, PlainContext
+from ishiki_host.testing.expect import ExpectationFailed, Expectations, RecordedCall
 from ishiki_host.testing.fake_anthropic import FakeAnthropicServer
 from ishiki_host.testing.fake_models import FakeModelServer, Reply, ScriptedCall
 from ishiki_host.testing.fake_openai import FakeOpenAIServer
 from ishiki_host.testing.harness import RuntimeHarness
+from ishiki_host.testing.harness_factory import RuntimeHarnessFactory
 from ishiki_host.testing.host import TestHost, host_yaml, models_yaml, profile_yaml, write_config
 from ishiki_host.testing.http_server import LoopbackServer, RecordedRequest, Response
 from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
 from ishiki_host.testing.network_guard import NetworkGuardError
 from ishiki_host.testing.registry import registry_with
+from ishiki_host.testing.schema_values import example_arguments
+from ishiki_host.testing.testmodel import KERNEL_TOOL_NAMES, TestModel
 from ishiki_host.tools.read import make_read_tool
 
 __all__ = [
+    "KERNEL_TOOL_NAMES",
     "CallContext",
     "EveryMessageWakeup",
+    "ExpectationFailed",
+    "Expectations",
     "FakeAnthropicServer",
     "FakeChannel",
     "FakeChannelHost",
@@ -45,18 +52,22 @@ __all__ = [
     "PassthroughToolcall",
     "PlainContext",
     "PluginRegistry",
+    "RecordedCall",
     "RecordedRequest",
     "Reply",
     "Response",
     "RuntimeHarness",
+    "RuntimeHarnessFactory",
     "SchedulerConfig",
     "ScriptedCall",
     "ScriptedModel",
     "SentMessage",
     "ServiceRecord",
     "TestHost",
+    "TestModel",
     "discover",
     "event_identity",
+    "example_arguments",
     "host_yaml",
     "make_read_tool",
     "models_yaml",

@@ -131,7 +131,7 @@ class _Happened:
             ("tool calls", [c.describe() for c in self.calls]),
             ("turns", self.turns),
         ):
-            lines.append(f"  {title}: {'none' if not items else ''}")
+            lines.append(f"  {title}:" if items else f"  {title}: none")
             lines += [f"    {n}. {item}" for n, item in enumerate(items, 1)]
         return lines
 

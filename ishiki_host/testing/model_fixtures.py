@@ -8,8 +8,10 @@
 ``model_apis``
     The built-in provider APIs by name (``openai-completions``, ``anthropic-messages``, ``scripted``), the
     registry a ``Gateway`` takes.
-``_ishiki_network_guard`` (autouse)
-    Every httpx request to a non-loopback host raises ``NetworkGuardError`` and fails the test.
+``_ishiki_network_guard`` (autouse, opt-in)
+    Where the guard is on, every httpx request to a non-loopback host raises ``NetworkGuardError`` and fails
+    the test. It is on for a test marked ``@pytest.mark.ishiki_network_guard`` and for every test of a session
+    whose configuration says ``ishiki_network_guard = true``; off otherwise (see ``network_guard``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ishiki_host.gateway.providers.openai import OpenAICompletionsAPI
 from ishiki_host.gateway.providers.scripted import ScriptedAPI
 from ishiki_host.testing.fake_anthropic import FakeAnthropicServer
 from ishiki_host.testing.fake_openai import FakeOpenAIServer
-from ishiki_host.testing.network_guard import guarded_transports
+from ishiki_host.testing.network_guard import guard_wanted, guarded_transports
 
 
 @pytest.fixture
@@ -52,11 +54,15 @@ def model_apis() -> dict[str, ModelAPI]:
 
 
 @pytest.fixture(autouse=True)
-def _ishiki_network_guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No test reaches beyond 127.0.0.1 through httpx (there is no opt-out)."""
+def _ishiki_network_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Where the guard is on (``guard_wanted``), no test reaches beyond 127.0.0.1 through httpx."""
+    if not guard_wanted(request.config, request.node):
+        yield
+        return
     violations: list[str] = []
-    for cls, name, replacement in guarded_transports(violations):
-        monkeypatch.setattr(cls, name, replacement)
-    yield
+    with pytest.MonkeyPatch.context() as patch:
+        for cls, name, replacement in guarded_transports(violations):
+            patch.setattr(cls, name, replacement)
+        yield
     if violations:
         pytest.fail(f"the test tried to reach non-loopback hosts: {', '.join(violations)}", pytrace=False)

@@ -1,19 +1,29 @@
 """The network guard: in tests, an httpx request to anything but a loopback address fails loudly.
 
-The pytest plugin installs it for every test (autouse, no opt-out). A blocked request raises
-``NetworkGuardError``; because adapters may catch and classify errors, the test is also failed at teardown
-with the list of addresses it tried, so a swallowed attempt cannot pass unnoticed.
+It is opt-in, so installing the host does not change the tests of every project in the environment: the pytest
+plugin installs it for a test marked ``@pytest.mark.ishiki_network_guard``, and for every test of a session
+whose configuration (``pyproject.toml``'s ``[tool.pytest.ini_options]``, ``pytest.ini``...) sets
+``ishiki_network_guard = true`` (``guard_wanted``); the plugin registers both names, so ``--strict-markers``
+and ``--strict-config`` accept them. A blocked request raises ``NetworkGuardError``; because adapters may
+catch and classify errors, the test is also failed at teardown with the list of addresses it tried, so a
+swallowed attempt cannot pass unnoticed.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-__all__ = ["NetworkGuardError", "guarded_transports", "is_loopback"]
+if TYPE_CHECKING:
+    import pytest
+
+__all__ = ["GUARD_NAME", "NetworkGuardError", "guard_wanted", "guarded_transports", "is_loopback"]
+
+GUARD_NAME = "ishiki_network_guard"
+"""The ini option and the marker that turn the guard on."""
 
 
 class NetworkGuardError(RuntimeError):
@@ -55,3 +65,9 @@ def guarded_transports(violations: list[str]) -> list[tuple[type, str, Callable[
         (httpx.AsyncHTTPTransport, "handle_async_request", handle_async_request),
         (httpx.HTTPTransport, "handle_request", handle_request),
     ]
+
+
+def guard_wanted(config: pytest.Config, node: pytest.Item) -> bool:
+    """Whether the guard is on for the test ``node``: the session's ini option, or the marker on the test (or
+    on its module or class)."""
+    return bool(config.getini(GUARD_NAME)) or node.get_closest_marker(GUARD_NAME) is not None

@@ -34,6 +34,7 @@ class _Walk:
         self.at = 0
 
     def peek(self) -> str:
+        """The next character, ``""`` at the end."""
         return self.pattern[self.at] if self.at < len(self.pattern) else ""
 
     def alternatives(self) -> str:
@@ -119,7 +120,7 @@ class _Walk:
     def quantifier(self) -> tuple[int, int | None]:
         char = self.peek()
         bounds: tuple[int, int | None] = (1, 1)
-        if char in "*+?":
+        if char and char in "*+?":
             self.at += 1
             bounds = {"*": (0, None), "+": (1, None), "?": (0, 1)}[char]
         elif char == "{" and (match := _QUANTIFIER.match(self.pattern, self.at)):
@@ -127,7 +128,7 @@ class _Walk:
             low = int(match.group(1))
             high = low if match.group(2) is None else (int(match.group(3)) if match.group(3) else None)
             bounds = (low, high)
-        if bounds != (1, 1) and self.peek() in "?+":  # lazy or possessive: the same texts match
+        if bounds != (1, 1) and self.peek() in ("?", "+"):  # lazy or possessive: the same texts match
             self.at += 1
         return bounds
 

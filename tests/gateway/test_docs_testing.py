@@ -24,7 +24,17 @@ def test_the_test_example_passes(tmp_path: Path) -> None:
     (tmp_path / "test_example.py").write_text(example)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_example.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "ishiki_network_guard=true",
+            "test_example.py",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

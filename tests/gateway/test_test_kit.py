@@ -113,7 +113,17 @@ def test_the_network_guard_fails_tests_that_reach_out(tmp_path: Path) -> None:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "ishiki_network_guard=true",
+            str(test_file),
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -15,7 +15,19 @@ def test_readme_example_passes(tmp_path):
     (block,) = re.findall(r"```python\n(.*?)```", README.read_text("utf-8"), re.DOTALL)
     (tmp_path / "test_readme_example.py").write_text(block, "utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "ishiki_network_guard=true",
+            "-W",
+            "error",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

@@ -147,7 +147,7 @@ import sys
 from pathlib import Path
 
 import anyio
-from ishiki_host.core.clock import SystemClock
+from ishiki_host import SystemClock
 
 from ishiki_ext_mcp import MCPManager, load_mcp_config
 
