@@ -3,7 +3,9 @@
 Each project is copied without its build leftovers and built with ``python -m build --no-isolation`` (the sdist,
 then the wheel from the sdist, as a release would). The wheel must carry every file of the import package
 (modules, ``py.typed``, prompts, scaffold templates), declare the project's entry points, and depend on a range
-of ``ishiki-host`` that this host satisfies. In development the packages are editable installs made by ``make``.
+of ``ishiki-host`` that this host satisfies. In development the packages are editable installs made by ``make``;
+``make wheels`` (run by CI after ``make test``) installs these same wheels into fresh venvs and runs each package's
+tests there, from a copy staged without the package's code (``tools/check_wheels.py``).
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ from __future__ import annotations
 import configparser
 import email
 import importlib.metadata
+import importlib.util
 import json
-import shutil
-import subprocess
-import sys
+import os
 import tomllib
 import zipfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -27,7 +29,19 @@ from ishiki_host._version import __version__
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = sorted(p for p in (REPO / "packages").iterdir() if (p / "pyproject.toml").is_file())
-LEFTOVERS = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", ".ruff_cache", ".mypy_cache")
+
+
+def load_check_wheels() -> ModuleType:
+    """``tools/check_wheels.py``: how ``make wheels`` builds, stages and installs."""
+    spec = importlib.util.spec_from_file_location("check_wheels", REPO / "tools" / "check_wheels.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+check_wheels = load_check_wheels()
 
 
 def project(root: Path) -> dict[str, Any]:
@@ -41,15 +55,9 @@ def import_package(root: Path) -> Path:
 
 
 def build(root: Path, tmp_path: Path) -> Path:
-    """Build ``root`` from a clean copy; returns the wheel."""
-    source = tmp_path / root.name
-    shutil.copytree(root, source, ignore=LEFTOVERS)
-    out = tmp_path / "dist"
-    command = [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (wheel,) = out.glob("*.whl")
-    assert len(list(out.glob("*.tar.gz"))) == 1
+    """Build ``root`` from a clean copy, as ``make wheels`` does; returns the wheel."""
+    wheel: Path = check_wheels.build(root, tmp_path)
+    assert len(list(wheel.parent.glob("*.tar.gz"))) == 1
     return wheel
 
 
@@ -94,11 +102,7 @@ def test_each_package_builds_its_own_wheel(root: Path, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_host_builds_a_wheel_with_its_data_and_scaffold_templates(tmp_path: Path) -> None:
-    host = tmp_path / "stage" / "ishiki-host"
-    host.mkdir(parents=True)
-    shutil.copytree(REPO / "ishiki_host", host / "ishiki_host", ignore=LEFTOVERS)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, host / name)
+    host = check_wheels.stage_host(tmp_path / "stage" / "ishiki-host")
     requires = check_wheel(host, build(host, tmp_path))
     assert any(r.startswith("pluggy") for r in requires)
 
@@ -109,3 +113,32 @@ def test_the_packages_are_editable_installs_of_this_checkout() -> None:
         url = json.loads(dist.read_text("direct_url.json") or "{}")
         assert url.get("dir_info", {}).get("editable") is True, f"{root.name}: run `make setup`"
         assert Path(url["url"].removeprefix("file://")).resolve() == root.resolve()
+
+
+def test_make_wheels_stages_each_suite_as_in_the_repository_without_its_code(tmp_path: Path) -> None:
+    for root in PACKAGES:
+        suite = check_wheels.stage_suite(root, tmp_path / root.name)
+        staged = suite / "packages" / root.name
+        assert not check_wheels.import_names(staged)
+        assert {"README.md", "pyproject.toml", "tests"} <= set(os.listdir(staged))
+        assert (staged / "tests" / "conftest.py").is_file()
+        assert (suite / "conftest.py").read_bytes() == (REPO / "conftest.py").read_bytes()
+        assert (suite / "docs" / "plugins.md").is_file()
+
+
+def test_make_wheels_runs_the_suites_with_the_root_pytest_settings() -> None:
+    options = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["pytest"]["ini_options"]
+    ini = configparser.ConfigParser(interpolation=None)
+    ini.read_string(check_wheels.pytest_ini())
+    staged = {key: value.strip().splitlines() for key, value in ini["pytest"].items()}
+    expected = {
+        key: value if isinstance(value, list) else [str(value).lower() if isinstance(value, bool) else value]
+        for key, value in options.items()
+        if key != "testpaths"
+    }
+    assert staged == expected
+
+
+def test_ci_runs_make_wheels_after_make_test() -> None:
+    lines = (REPO / ".ci" / "run").read_text("utf-8").splitlines()
+    assert lines.index("make test") < lines.index("make wheels")

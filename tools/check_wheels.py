@@ -247,12 +247,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="ishiki-wheels-")).resolve()
     if work.is_relative_to(REPO):
         parser.error(f"the temporary directory {work} is inside the checkout: set TMPDIR")
+    if args.keep:
+        print(f"keeping the wheels, venvs and staged suites in {work}", flush=True)
     try:
         return 1 if check(roots, work) else 0
     finally:
-        if args.keep:
-            print(f"kept {work}", flush=True)
-        else:
+        if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
 

@@ -33,7 +33,8 @@ PROFILE = "model: default\nextends:\n  hello:\n    config:\n      greeting: Hi\n
 def load_check_wheels() -> ModuleType:
     """``tools/check_wheels.py``, which builds, installs and stages for ``make wheels``."""
     spec = importlib.util.spec_from_file_location("check_wheels", REPO / "tools" / "check_wheels.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
