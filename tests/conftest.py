@@ -6,12 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from ishiki_host.core.clock import FakeClock
 from ishiki_host.plugins.discovery import PluginRegistry, discover
+from ishiki_host.store import MemoryStore
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_DIST = Path(__file__).resolve().parent / "plugin_fixtures"
@@ -121,3 +123,17 @@ def profile_files() -> Callable[..., dict[str, str]]:
         return {f"profiles/{profile_id}/profile.yml": text, f"profiles/{profile_id}/persona.md": persona}
 
     return files
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """Where the test's memory database lives (its directory does not exist yet)."""
+    return tmp_path / "data" / "memory.db"
+
+
+@pytest.fixture
+async def store(db_path: Path, fake_clock: FakeClock) -> AsyncIterator[MemoryStore]:
+    """An open memory database on a temporary file; closed (and checked for integrity) after the test."""
+    async with await MemoryStore.open(db_path, clock=fake_clock) as opened:
+        yield opened
+        assert await opened.integrity_problems() == []

@@ -14,7 +14,7 @@ from the seed, kill points as counts of observed events). What must hold at the 
 
 A host that records a redelivered Telegram update twice fails the first property. The channel confirms an
 update only after its event is durable, so a kill between the two makes Telegram send it again; recognising
-the repeat is the host's job (``runtime.repeats``, tested on its own in ``tests/runtime/test_repeats.py``).
+the repeat is the host's job (``channels.repeats``, tested on its own in ``tests/channels/test_repeats.py``).
 """
 
 from __future__ import annotations
