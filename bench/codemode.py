@@ -61,8 +61,10 @@ async def turn_times(home: Path, call: ToolCall, codemode: bool, rounds: int, nu
     profile = Profile(id="bench", directory=home, file=home / "profile.yml", persona="Bench.", model="m")
     profile = replace(profile, codemode=CodemodeConfig() if codemode else None)
     tools = [Tool("echo", "Echo the input.", echo_tool, {"type": "object"})]
-    harness = RuntimeHarness(home, model=turn_model(call), profile=profile, extra_tools=tools, kernel_tools=True)
-    harness.host.fsync = "never"  # the disk's sync latency would drown what codemode adds
+    # fsync never: the disk's sync latency would drown what codemode adds
+    harness = RuntimeHarness(
+        home, model=turn_model(call), profile=profile, extra_tools=tools, kernel_tools=True, fsync="never"
+    )
     async with harness as rt:
         outcome = await rt.say("go")
         if (outcome.reason, outcome.steps) != ("finish", 2):

@@ -26,6 +26,7 @@ from typing import Any
 
 from _report import Bench, run
 
+from ishiki_host import HostServices
 from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.turns import Step, Turn, TurnSetup
 from ishiki_host.engines.context.standard import StandardContext, StandardContextEngine
@@ -103,7 +104,7 @@ def engine() -> StandardContext:
     ctx = SimpleNamespace(
         sid="telegram:bot1",
         profile=SimpleNamespace(mode="channel", file=Path("profile.yml")),
-        services={"timezone": "UTC"},
+        services=HostServices(timezone="UTC"),
         context_window=CONTEXT_WINDOW,
         key="bench",
     )

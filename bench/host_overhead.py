@@ -100,7 +100,7 @@ async def measure_host(bench: Bench, base_url: str, base: Path) -> None:
             runtime = await th.host.runtime_for("ana", "fake:bot", f"private:{channel}")
             await runtime.settled()
         runtime = await th.host.runtime_for("ana", "fake:bot", "private:0")
-        runtime.bus.subscribe("turn.step", lambda event: captured.append(event["step"].request))
+        runtime.context.bus.subscribe("turn.step", lambda event: captured.append(event["step"].request))
         await turn(0)
         await runtime.settled()
         model = th.host.gateways.gateway.model("default")

@@ -24,6 +24,7 @@ from ishiki_ext_mcp import MCPExtension
 from ishiki_ext_mcp.testing import DEMO_MODULE, ConfigDir, ConfigHarness, demo
 from mcp import Client, StdioServerParameters
 
+from ishiki_host import HostServices
 from ishiki_host.core.clock import SystemClock
 from ishiki_host.testing.models import ScriptedModel
 
@@ -62,13 +63,13 @@ async def measure_in(bench: Bench, root: Path) -> None:
     harness = ConfigHarness(
         root / "runtime",
         config_dir=config.root,
-        services={},
+        services=HostServices(),
         model=ScriptedModel([]),
         profile=config.profile("bench"),
         clock=SystemClock(),
     )
     async with Client(params) as client, harness as rt:
-        instance = MCPExtension().create(rt, {})
+        instance = MCPExtension().create(rt.context, {})
         await rt.mount_extension(instance)
         tool = next(t for t in instance.ishiki_tools() if t.name == "demo__add")
         await direct_latencies(client, 50)  # warm up both paths

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from ishiki_host.jsontypes import Json
     from ishiki_host.plugins.runtime_api import RuntimeContext, TurnView
     from ishiki_host.resources import ResourceCenter
+    from ishiki_host.runtime.parts import FsyncPolicy
     from ishiki_host.sessions.manager import Sessions
 
 __all__ = ["Creates", "RuntimeHarness"]
@@ -137,6 +138,7 @@ class RuntimeHarness(AgentRuntime):
         toolcall: object = None,
         accepts_images: bool = False,
         shutdown_grace: float = 10.0,
+        fsync: FsyncPolicy = "turn",
     ):
         home = Path(home)
         profile = profile or Profile(
@@ -156,6 +158,7 @@ class RuntimeHarness(AgentRuntime):
             services=services if services is not None else HostServices(),
             seed=seed,
             shutdown_grace=shutdown_grace,
+            fsync=fsync,
             commands=builtin_commands(),
         )
         parts = ProfileParts(
