@@ -4,14 +4,24 @@
 from __future__ import annotations
 
 import inspect
+import logging
+from typing import cast
 
 import pytest
 
-from ishiki_host import hookimpl
+from ishiki_host import RuntimeContext, hookimpl
 from ishiki_host.errors import PluginLoadFailed
 from ishiki_host.plugins import hookspecs
-from ishiki_host.plugins.hooks import InstanceHooks, await_results, call_hook, call_in_order, make_plugin_manager
+from ishiki_host.plugins.hooks import (
+    HookCatalog,
+    InstanceHooks,
+    await_results,
+    call_hook,
+    call_in_order,
+    make_plugin_manager,
+)
 from ishiki_host.plugins.reference import hook_names
+from ishiki_host.runtime.extensions import MountedExtensions
 
 
 def test_every_hook_is_documented_and_typed() -> None:
@@ -311,3 +321,20 @@ async def test_an_instance_attribute_shadowing_an_implementation_is_not_called()
     manager.register(shadowed)
     assert not manager.hook.ishiki_instructions.get_hookimpls()  # pluggy sees no implementation either
     assert not InstanceHooks(shadowed).implements("ishiki_instructions")
+
+
+def test_a_hook_catalog_reads_each_class_once() -> None:
+    catalog = HookCatalog()
+    first, second = catalog.hooks(Named("a")), catalog.hooks(Named("b"))
+    assert first._table is second._table
+    assert len(catalog) == 1
+
+
+def test_mounted_extensions_use_the_catalog_they_are_given_even_an_empty_one() -> None:
+    """An empty catalog is falsy (it has a length): it must still be the one used, or every runtime of a host
+    would read its extension classes again."""
+    catalog = HookCatalog()
+    mounted = MountedExtensions(cast("RuntimeContext", None), logging.getLogger("test"), catalog)
+    mounted.register("named", Named("a"))
+    mounted.register("again", Named("b"))
+    assert len(catalog) == 1

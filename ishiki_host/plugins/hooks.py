@@ -141,24 +141,45 @@ class HookCatalog:
     """
 
     def __init__(self, limit: int = 4096) -> None:
-        self._tables: dict[type, _Table] = {}
+        self._classes: dict[type, _ClassHooks] = {}
         self._limit = limit
 
     def __len__(self) -> int:
-        return len(self._tables)
+        return len(self._classes)
 
     def hooks(self, instance: object) -> InstanceHooks:
         """The hooks of ``instance`` (``PluginLoadFailed`` when one is misnamed)."""
         kind = type(instance)
-        if not _shares_class_table(instance):
+        known = self._classes.get(kind)
+        if known is None:
+            known = _ClassHooks(_marked_names(kind), _slot_names(kind))
+            if len(self._classes) >= self._limit:
+                self._classes.clear()
+            self._classes[kind] = known
+        if not known.holds_for(instance):
             return InstanceHooks(instance)
-        table = self._tables.get(kind)
-        if table is None:
-            table = _table_of(instance)
-            if len(self._tables) >= self._limit:
-                self._tables.clear()
-            self._tables[kind] = table
-        return InstanceHooks(instance, table)
+        if known.table is None:
+            known.table = _table_of(instance)
+        return InstanceHooks(instance, known.table)
+
+
+class _ClassHooks:
+    """What a catalog knows of one class: the names that can hold implementations, and its table once read."""
+
+    __slots__ = ("marked", "slots", "table")
+
+    def __init__(self, marked: frozenset[str], slots: frozenset[str]) -> None:
+        self.marked = marked
+        self.slots = slots
+        self.table: _Table | None = None
+
+    def holds_for(self, instance: object) -> bool:
+        """Whether the class's table holds for ``instance``: it adds no implementation of its own, shadows none
+        of the class's (an attribute set on the instance under that name) and keeps none in a slot."""
+        own = getattr(instance, "__dict__", None) or {}
+        if self.marked & self.slots or own.keys() & self.marked:
+            return False
+        return not any(_carries(value) for value in own.values())
 
 
 class InstanceHooks:
@@ -214,15 +235,6 @@ def _carries(value: object) -> bool:
     """Whether ``value`` (or the function it wraps) carries the ``@hookimpl`` marker."""
     inner = getattr(value, "__func__", value)
     return getattr(value, _MARKER, None) is not None or getattr(inner, _MARKER, None) is not None
-
-
-def _shares_class_table(instance: object) -> bool:
-    """Whether its class's table holds for ``instance``: it adds no implementation of its own, shadows none of
-    the class's (an attribute set on the instance under that name) and keeps none in a slot."""
-    kind = type(instance)
-    own = getattr(instance, "__dict__", None) or {}
-    marked = _marked_names(kind)
-    return not any(_carries(v) for v in own.values()) and not (own.keys() & marked) and not (marked & _slot_names(kind))
 
 
 def _table_of(instance: object) -> _Table:

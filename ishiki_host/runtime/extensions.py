@@ -31,7 +31,7 @@ class MountedExtensions:
     def __init__(self, runtime: RuntimeContext, logger: logging.Logger, catalog: HookCatalog | None = None):
         self._runtime = runtime
         self._logger = logger
-        self._catalog = catalog or HookCatalog()
+        self._catalog = catalog if catalog is not None else HookCatalog()
         self._mounted: list[tuple[str, InstanceHooks]] = []
         self._disposers: list[tuple[str, Any]] = []
 
