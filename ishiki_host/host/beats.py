@@ -21,13 +21,13 @@ from ishiki_host.errors import BeatRunFailed
 from ishiki_host.heartbeat.runner import RuntimeBeatRunner
 from ishiki_host.heartbeat.service import HEARTBEATS, HeartbeatService
 from ishiki_host.heartbeat.targets import HEARTBEAT_EXTENSION, target_refusal
+from ishiki_host.host.runtimes import HostRuntimes
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.host.host import Host
-    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.store.repos.beat_types import Beat, BeatTarget
 
 __all__ = ["RouteRuntimes", "RouteTargets", "start_heartbeats"]
@@ -49,17 +49,9 @@ class RouteTargets:
         return target_refusal(target, route.profile if route else None, config.profile(target.profile), known)
 
 
-class RouteRuntimes:
-    """What the beat runner needs of the host (``heartbeat.runner.BeatRuntimes``)."""
-
-    def __init__(self, host: Host):
-        self._host = host
-
-    async def runtime_for(
-        self, profile_id: str, sid: str | None = None, channel_id: str | None = None
-    ) -> RuntimeContext:
-        """The runtime at a target (spawned if needed)."""
-        return (await self._host.runtime_for(profile_id, sid, channel_id)).context
+class RouteRuntimes(HostRuntimes):
+    """What the beat runner needs of the host (``heartbeat.runner.BeatRuntimes``): its runtimes, and the model
+    of a beat without a target."""
 
     def background_model(self, beat: Beat) -> tuple[LanguageModel, str | None]:
         """The maker's model and persona, else ``heartbeat.model`` (see the module docstring)."""
@@ -69,7 +61,7 @@ class RouteRuntimes:
             return route.parts.model, route.profile.persona
         ref = self._host.config.host.heartbeat.model
         if ref:
-            return self._host.host_services.models(ref), None
+            return self._host.shared_parts.models(ref), None
         who = f"profile {maker!r}, which made it, is not running and " if maker else ""
         raise BeatRunFailed(f"the beat has no target, {who}ishiki.yaml sets no heartbeat.model to run it on")
 

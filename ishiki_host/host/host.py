@@ -36,6 +36,7 @@ from ishiki_host.host.delivery import RuntimeDelivery, Unrouted
 from ishiki_host.host.memory_db import HostMemory
 from ishiki_host.host.resume import resume_routes
 from ishiki_host.host.routes import ProfileRoute, RouteTable
+from ishiki_host.host.runtimes import HostRuntimes
 from ishiki_host.host.setup import (
     ChannelSet,
     GatewaySet,
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.activation import ProfileState
     from ishiki_host.plugins.configdir import ConfigDir
     from ishiki_host.plugins.discovery import PluginRegistry
-    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.runtime.runtime import AgentRuntime
 
 __all__ = ["PID_FILE", "Host", "ReloadReport"]
@@ -98,7 +98,7 @@ class Host:
         self.routes = RouteTable()
         self.directory = ChannelDirectory()
         self.providers = ProviderCache()
-        self.services = HostServices(runtimes=_Runtimes(self), spawn=self._spawn)
+        self.services = HostServices(runtimes=HostRuntimes(self), spawn=self._spawn)
         self.memory = HostMemory(self.root, self.clock)
         self._stack = AsyncExitStack()
         self._stop_requested = anyio.Event()
@@ -110,7 +110,7 @@ class Host:
         self._config: ConfigDir | None = None
         self._gateways: GatewaySet | None = None
         self._channels: ChannelSet | None = None
-        self._host_services: SharedParts | None = None
+        self._shared_parts: SharedParts | None = None
         self._tg: TaskGroup | None = None
         self.heartbeats: HeartbeatService | None = None
 
@@ -135,10 +135,10 @@ class Host:
         return self._channels
 
     @property
-    def host_services(self) -> SharedParts:
+    def shared_parts(self) -> SharedParts:
         """What the host's runtimes share."""
-        assert self._host_services is not None, "enter the host first"
-        return self._host_services
+        assert self._shared_parts is not None, "enter the host first"
+        return self._shared_parts
 
     def channel(self, sid: str) -> Any:
         """The running connection of ``platform:selfId``, if any."""
@@ -179,7 +179,7 @@ class Host:
         self._gateways.build(config)
         self.services.timezone = host.timezone
         await self.memory.open(host.data_dir, host.memory, self.services)
-        self._host_services = SharedParts(
+        self._shared_parts = SharedParts(
             clock=self.clock,
             config_dir=self.root,
             data_dir=host.data_dir,
@@ -221,8 +221,8 @@ class Host:
         if self.heartbeats is not None:
             self.heartbeats.stop()  # no beat starts on a runtime that is about to stop
         with anyio.CancelScope(shield=True):
-            if self._resuming and self._host_services is not None:
-                with anyio.move_on_after(self._host_services.shutdown_grace):
+            if self._resuming and self._shared_parts is not None:
+                with anyio.move_on_after(self._shared_parts.shutdown_grace):
                     await self._resumed.wait()  # runtimes resumed at start get to finish what they owe, too
             async with anyio.create_task_group() as tg:
                 for route in self.routes:
@@ -281,7 +281,7 @@ class Host:
         config = self.config
         model = self.gateways.slot(profile)
         parts = profile_parts(profile, model, config.models, config.registry, self.providers)
-        route = ProfileRoute(parts, self.host_services, idle_seconds=config.host.runtime_idle_seconds)
+        route = ProfileRoute(parts, self.shared_parts, idle_seconds=config.host.runtime_idle_seconds)
         await self._group.start(route.run)
         self._classes[profile.id] = _classes(state, config.registry)
         old = self.routes.put(route)
@@ -405,16 +405,3 @@ class Host:
 def _classes(state: ProfileState, registry: PluginRegistry) -> tuple[object, ...]:
     """The classes behind a profile's services (a reinstalled plugin gives new ones)."""
     return tuple(registry.plugin(name) for name in state.services)
-
-
-class _Runtimes:
-    """The host's runtimes as plugins reach them (``HostServices.runtimes``): their ``RuntimeContext``."""
-
-    def __init__(self, host: Host):
-        self._host = host
-
-    async def runtime_for(
-        self, profile_id: str, sid: str | None = None, channel_id: str | None = None
-    ) -> RuntimeContext:
-        """The runtime of a profile at a chat, spawned if needed (see ``Host.runtime_for``)."""
-        return (await self._host.runtime_for(profile_id, sid, channel_id)).context

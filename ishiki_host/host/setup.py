@@ -227,7 +227,7 @@ class ChannelSet:
             clock=host.clock,
             rng=channel_rng(host.seed, spec),
             state_dir=state_dir(host.config.host.data_dir, spec),
-            fetchers=host.host_services.fetchers,
+            fetchers=host.shared_parts.fetchers,
             logger=logging.getLogger(f"ishiki_host.channels.{spec.platform}"),
             dispatch=host.dispatch,
             request_stop=host.request_stop,
