@@ -362,9 +362,3 @@ class Lifecycle:
                 await self._log.close()  # always: a log left locked could never be opened again by this host
             except Exception:
                 self._logger.exception("closing the fact log of %s failed", self._key)
-
-    def need_log(self) -> FactLog:
-        """The open fact log; ``AgentStopped`` before the runtime opened it."""
-        if self._log is None:
-            raise AgentStopped(f"runtime {self._key}: its log does not exist yet (the runtime is {self.state})")
-        return self._log

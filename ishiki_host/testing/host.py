@@ -16,7 +16,7 @@ The ``make_host`` fixture does the writing with a models.yaml pointing at the ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TEST_ENGINES",
     "TEST_PLUGINS",
+    "MakeHost",
     "TestHost",
     "host_yaml",
     "models_yaml",
@@ -162,3 +163,7 @@ class TestHost:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self._stack.aclose()
+
+
+MakeHost = Callable[..., TestHost]
+"""The ``make_host`` fixture: ``make_host(profiles={...}, plugins={...}, **host_options)`` gives a ``TestHost``."""

@@ -10,16 +10,14 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ishiki_host.testing.fake_openai import FakeOpenAIServer
-from ishiki_host.testing.host import TestHost, models_yaml, write_config
-
-MakeHost = Callable[..., TestHost]
+from ishiki_host.testing.host import MakeHost, TestHost, models_yaml, write_config
 
 
 @pytest.fixture
