@@ -18,7 +18,16 @@ Scoring is BM25 per field with one IDF over the whole catalogue. A name hit of a
 of a name word (``calend`` / ``calendar``) counts 0.6 of that word's name hit, one that only occurs inside the
 name (``file`` in ``readfile``) 0.4; a description word it prefixes counts 0.5. A query that spells the whole
 name (``search files`` for ``searchFiles``) adds ``EXACT_NAME_BONUS``. Ties break by name, so results are
-deterministic.
+deterministic::
+
+    from ishiki_host import ToolSpec
+    from ishiki_host.tools.search_index import ToolIndex
+
+    catalogue = [ToolSpec("send_email", "Send an email."), ToolSpec("read_file", "Read a file.")]
+    discovered: set[str] = set()
+    index = ToolIndex(catalogue)  # anything with .name and .description: ToolSpec, Tool
+    hits = index.search("send email", exclude=discovered, max_results=5)
+    # [SearchHit(name="send_email", score=...), ...]  best first; discovered tools never appear
 """
 
 from __future__ import annotations

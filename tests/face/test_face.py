@@ -29,16 +29,6 @@ REPO = Path(__file__).resolve().parents[2]
 FACE = frozenset({"ishiki_host", "ishiki_host.testing", "ishiki_host.errors"})
 FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 IMPORT = re.compile(r"^\s*(?:from\s+(ishiki_host[\w.]*)\s+import|import\s+(ishiki_host[\w.]*))", re.MULTILINE)
-HOST_INTERNALS = {
-    "docs/codemode.md": "the sandbox's own API, for host developers",
-    "docs/toolsearch.md": "the ranking core's own API, for host developers",
-    "docs/heartbeats.md": "the heartbeat service run without a host, for host developers",
-    "docs/engines/standard.md": "the standard wakeup engine's keyword matcher, for host developers",
-}
-"""Pages that document a module of the host itself (for people working on the host, not plugins); the code
-blocks of every other page, and every plugin-facing page, use the face only."""
-
-
 ANY = re.compile(r"(?<![\w.])(typing\.)?Any(?!\w)")
 
 
@@ -113,16 +103,9 @@ def test_the_docs_code_blocks_import_only_the_face() -> None:
     outside = []
     for path in sorted((REPO / "docs").rglob("*.md")):
         where = str(path.relative_to(REPO))
-        if where in HOST_INTERNALS:
-            continue
         for block in FENCE.finditer(path.read_text(encoding="utf-8")):
             outside += [f"{where}: {m}" for m in _imported(block.group(1)) - FACE]
     assert outside == []
-
-
-def test_the_host_internals_pages_say_so() -> None:
-    for where in HOST_INTERNALS:
-        assert "host developers" in (REPO / where).read_text(encoding="utf-8"), where
 
 
 def test_no_public_signature_of_the_face_says_any() -> None:
