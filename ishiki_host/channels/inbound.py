@@ -5,6 +5,10 @@ Attachments a channel hands over (bytes, or a locator for a lazy fetch) are capt
 "source": event.to_dict(), "trust"}``: ``parts`` holds the sender's own text (context engines add the header
 from ``source``) and one image part per captured image (resolved for the model by the runtime); ``trust`` is
 the sender's level. An attachment that could not be kept is listed in ``attachment_errors`` instead.
+
+Every string of the event (its text, the quote, names, ids, ``extra``) is made storable first
+(``clean_event``): a lone UTF-16 surrogate, half an emoji, becomes U+FFFD and NULs are dropped, so no channel
+can hand the host a message that the fact log, the memory database or a model request cannot carry.
 """
 
 from __future__ import annotations
@@ -15,17 +19,18 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.addresses.ids import Target
-from ishiki_host.channels.events import Attachment
+from ishiki_host.channels.events import Attachment, IshikiEvent
+from ishiki_host.core.subjects import chat_coordinates
+from ishiki_host.core.text import clean_json
 from ishiki_host.errors import ResourceError
 
 if TYPE_CHECKING:
     from ishiki_host.channels.base import InboundAttachment
-    from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.tools import TrustLevel
     from ishiki_host.resources import AssetStore
 
-__all__ = ["capture_attachments", "inbound_message", "is_inbound", "source_target"]
+__all__ = ["capture_attachments", "clean_event", "inbound_message", "is_inbound", "source_target"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,10 +62,19 @@ async def capture_attachments(
     return kept, problems
 
 
+def clean_event(event: IshikiEvent) -> IshikiEvent:
+    """``event`` with every string in it storable (``ishiki_host.core.text.clean_text``); the same object when
+    nothing needed it."""
+    data = event.to_dict()
+    cleaned = clean_json(data)
+    return event if cleaned is data else IshikiEvent.from_dict(cleaned)
+
+
 def inbound_message(event: IshikiEvent, trust: TrustLevel, attachments: Sequence[Attachment] = ()) -> dict[str, Any]:
-    """The entry data for ``event`` with ``attachments`` added to the ones it carries."""
+    """The entry data for ``event`` (cleaned) with ``attachments`` added to the ones it carries."""
     if attachments:
         event = dataclasses.replace(event, attachments=(*event.attachments, *attachments))
+    event = clean_event(event)
     created = event.kind == "message.created"
     text = event.content if created else f"(message {event.message_id} was deleted)"
     parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
@@ -86,10 +100,5 @@ def is_inbound(entry: Entry) -> bool:
 
 def source_target(entry: Entry) -> Target | None:
     """The channel an inbound entry came from (``sid`` + channel id), from its stored event."""
-    source = entry.data.get("source")
-    if not isinstance(source, Mapping):
-        return None
-    platform, self_id, channel = source.get("platform"), source.get("selfId"), source.get("channelId")
-    if not (isinstance(platform, str) and isinstance(self_id, str) and isinstance(channel, str)):
-        return None
-    return Target(f"{platform}:{self_id}", channel)
+    found = chat_coordinates(entry)
+    return Target(*found) if found is not None else None

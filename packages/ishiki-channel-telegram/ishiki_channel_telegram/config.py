@@ -122,6 +122,16 @@ ACCOUNT_SCHEMA: dict[str, Any] = {
             "default": 60,
             "description": "The longest wait between retries after network errors, in seconds.",
         },
+        "update_tries": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 100,
+            "default": 3,
+            "description": "How many times an update the host fails to take is tried before it is set aside "
+            "(logged, counted, kept in telegram-set-aside.jsonl) so later updates flow. Failures the host calls "
+            "passing (it is stopping, its disk is full) are retried without counting; an update the host "
+            "rejects is set aside at once.",
+        },
     },
 }
 
@@ -146,6 +156,7 @@ class TelegramAccount:
     max_download_bytes: int = _default("max_download_bytes")
     startup_timeout: float = _default("startup_timeout")
     backoff_max: float = _default("backoff_max")
+    update_tries: int = _default("update_tries")
 
     @classmethod
     def from_config(cls, account: Mapping[str, Any]) -> TelegramAccount:
@@ -165,6 +176,7 @@ class TelegramAccount:
             max_download_bytes=int(account.get("max_download_bytes", _default("max_download_bytes"))),
             startup_timeout=float(account.get("startup_timeout", _default("startup_timeout"))),
             backoff_max=float(account.get("backoff_max", _default("backoff_max"))),
+            update_tries=int(account.get("update_tries", _default("update_tries"))),
         )
 
     @property

@@ -4,15 +4,19 @@ The order of one update is fixed, and it is what makes "nothing lost" hold:
 
 1. ``getUpdates(offset)`` returns it (Telegram keeps sending it until an ``offset`` past it is asked for);
 2. its events are shaped and each is awaited through ``host.dispatch`` (durable in the owning fact log, or
-   known to have no owner); a dispatch that fails is retried with back-off, never skipped;
-3. only then is the offset moved past it and handed to the ``OffsetSaver`` (written behind, at once), and the
-   next ``getUpdates`` confirms it to Telegram.
+   known to have no owner); a dispatch that fails is retried with back-off, and set aside only when the host
+   rejected it or after the account's ``update_tries`` failed tries, so one poison update never holds back
+   the ones after it (``ishiki_channel_telegram.intake``);
+3. only then is the offset moved to its id + 1 and handed to the ``OffsetSaver`` (written behind, at once),
+   and the next ``getUpdates`` confirms it to Telegram.
 
-A malformed update is logged and confirmed (it could never be handled); an unknown kind is confirmed and
-logged at debug level. A crash between 2 and 3 makes Telegram send the update again: its events carry the
-same ``extra.updateId`` (and message id), so the host can recognise the repeat. Back-off with jitter (from the
-injected random source) covers network errors and 5xx, a 429 waits ``retry_after``, a 409 is reported once
-per episode and retried; all waits go through the host's clock.
+A malformed update is set aside (it could never be handled); an unknown kind is confirmed and logged at
+debug level. A crash between 2 and 3 makes Telegram send the update again: its events carry the same
+``extra.updateId`` (and message id), so the host can recognise the repeat. Update ids may go backwards
+(Telegram renumbers after a long pause): repeats are recognised by id, never by "below the offset". Back-off
+with jitter (from the injected random source) covers network errors and 5xx, a 429 waits ``retry_after``, a
+409 is reported once per episode and retried; all waits go through the host's clock. ``status()`` reports
+the offset and the updates set aside.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from ishiki_host import SendResult
-from ishiki_host.errors import ChannelError, EventInvalid, ResourceError
+from ishiki_host.errors import ChannelError, ResourceError
 
 from ishiki_channel_telegram.api import BotAPI
 from ishiki_channel_telegram.backoff import Backoff, RandomSource
@@ -36,16 +40,17 @@ from ishiki_channel_telegram.errors import (
     TelegramRateLimited,
     TelegramUnavailable,
 )
+from ishiki_channel_telegram.intake import Intake
 from ishiki_channel_telegram.media import make_fetcher
 from ishiki_channel_telegram.outbound import Sender
-from ishiki_channel_telegram.shaping import Shaped, Shaper, update_kind
+from ishiki_channel_telegram.shaping import Shaper
 from ishiki_channel_telegram.startup import connect
-from ishiki_channel_telegram.state import OffsetSaver, OffsetStore
+from ishiki_channel_telegram.state import OffsetSaver, OffsetStore, PollState
 
 if TYPE_CHECKING:
     import httpx
     from anyio.abc import TaskStatus
-    from ishiki_host import ChannelHost, OutboundFile
+    from ishiki_host import ChannelHost, Json, OutboundFile
 
     from ishiki_channel_telegram.config import TelegramAccount
 
@@ -80,7 +85,9 @@ class TelegramConnection:
         self._bot: BotIdentity | None = None
         self._sender: Sender | None = None
         self._own: OrderedDict[tuple[int, int], None] = OrderedDict()
-        self.offset: int | None = None
+        self._state = PollState()
+        self._last_set_aside: dict[str, Json] | None = None
+        self._intake: Intake | None = None
 
     @property
     def account(self) -> TelegramAccount:
@@ -107,6 +114,19 @@ class TelegramConnection:
         """Who the bot is (``getMe``), once running."""
         return self._bot
 
+    @property
+    def offset(self) -> int | None:
+        """The next ``offset`` polling asks for (``None`` before the first run, or when nothing was saved)."""
+        return self._intake.offset if self._intake is not None else self._state.offset
+
+    def status(self) -> dict[str, Json]:
+        """What the host's status shows of this bot: ``bot``, ``offset``, ``setAside`` (updates set aside so
+        far, restarts included), ``lastSetAside`` (its id and why, while this object lives) and ``failing`` (the update
+        being retried and its failed tries)."""
+        intake = self._intake
+        state = intake.status() if intake is not None else Intake.describe(self._state, self._last_set_aside)
+        return {"bot": f"@{self._bot.username}" if self._bot else None, **state}
+
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Connect (``getMe``), report readiness, then poll until cancelled; ``TelegramAuthError`` for a
         refused token, ``TelegramUnavailable`` when the Bot API stayed unreachable for ``startup_timeout``."""
@@ -115,7 +135,7 @@ class TelegramConnection:
             backoff = Backoff(self._rng, maximum=self._account.backoff_max)
             self._bot = await connect(api, self._account, self._host.clock, backoff, self._log)
             store = OffsetStore(self._host.state_dir, self._bot.id, logger=self._log)
-            self.offset = await store.load()
+            self._state = await store.load()
             deregister = self._register_fetcher(api)
             try:
                 mode = self._account.parse_mode
@@ -171,25 +191,33 @@ class TelegramConnection:
         if len(self._own) > _OWN_MESSAGES_KEPT:
             self._own.popitem(last=False)
 
+    def _is_own(self, chat: int, message_id: int) -> bool:
+        return (chat, message_id) in self._own
+
     async def _poll_saving(self, api: BotAPI, store: OffsetStore, shaper: Shaper) -> None:
         """Poll with the offset saver beside it; an error comes out as itself, not as an exception group."""
         saver = OffsetSaver(store, logger=self._log)
+        intake = self._intake = Intake(
+            self._host, self._account, self._rng, saver, self._state, self._is_own, self._last_set_aside
+        )
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(saver.run)
-                await self._poll(api, saver, shaper)
+                await self._poll(api, intake, shaper)
         except BaseExceptionGroup as group:
             while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
                 group = group.exceptions[0]
             raise group from None
+        finally:
+            self._state, self._last_set_aside, self._intake = intake.state, intake.last_set_aside, None
 
-    async def _poll(self, api: BotAPI, saver: OffsetSaver, shaper: Shaper) -> None:
+    async def _poll(self, api: BotAPI, intake: Intake, shaper: Shaper) -> None:
         backoff = Backoff(self._rng, maximum=self._account.backoff_max)
         trouble: str | None = None
         while True:
             try:
                 updates = await api.get_updates(
-                    offset=self.offset,
+                    offset=intake.offset,
                     poll_timeout=self._account.poll_timeout,
                     limit=self._account.poll_limit,
                     allowed_updates=self._account.allowed_updates,
@@ -209,7 +237,7 @@ class TelegramConnection:
                 self._log.warning("telegram account %s: polling resumed", self._account.label)
                 trouble = None
             backoff.reset()
-            if not await self._handle(updates, saver, shaper):
+            if not await intake.handle(updates, shaper):
                 await self._host.clock.sleep(backoff.next_delay())
 
     def _report(self, exc: TelegramError, trouble: str | None) -> str:
@@ -233,53 +261,3 @@ class TelegramConnection:
         else:
             self._log.error("telegram account %s: getUpdates failed (%s); retrying", label, exc)
         return kind
-
-    async def _handle(self, updates: list[dict[str, Any]], saver: OffsetSaver, shaper: Shaper) -> bool:
-        """Dispatch then confirm each update in order; False when the batch held nothing to confirm."""
-        progressed = not updates
-        for update in updates:
-            update_id = update.get("update_id") if isinstance(update, dict) else None
-            if not isinstance(update_id, int) or isinstance(update_id, bool):
-                self._log.warning("telegram account %s: skipped an update without an update_id", self._account.label)
-                continue
-            if self.offset is None or update_id >= self.offset:
-                for shaped in self._shape(shaper, update, update_id):
-                    await self._dispatch(shaped, update_id)
-                self.offset = update_id + 1
-                saver.request(self.offset)
-            progressed = True
-        return progressed
-
-    def _shape(self, shaper: Shaper, update: dict[str, Any], update_id: int) -> list[Shaped]:
-        if update_kind(update) is None:
-            kinds = sorted(key for key in update if key != "update_id")
-            self._log.debug("telegram: ignored update %d of kind %s", update_id, ", ".join(kinds) or "(none)")
-            return []
-        try:
-            shaped = shaper.shape(update, self._host.clock.now())
-        except EventInvalid as exc:
-            label = self._account.label
-            self._log.warning("telegram account %s: skipped malformed update %d: %s", label, update_id, exc)
-            return []
-        return [item for item in shaped if (item.chat_id, int(item.event.message_id)) not in self._own]
-
-    async def _dispatch(self, shaped: Shaped, update_id: int) -> None:
-        backoff = Backoff(self._rng, maximum=self._account.backoff_max)
-        while True:
-            try:
-                await self._host.dispatch(shaped.event, shaped.attachments)
-                return
-            except EventInvalid as exc:
-                self._log.error("telegram: the host refused the event of update %d (%s); skipped", update_id, exc)
-                return
-            except Exception as exc:
-                delay = backoff.next_delay()
-                self._log.error(
-                    "telegram account %s: dispatching update %d failed (%s: %s); retrying in %.1f s",
-                    self._account.label,
-                    update_id,
-                    type(exc).__name__,
-                    exc,
-                    delay,
-                )
-                await self._host.clock.sleep(delay)

@@ -2,7 +2,8 @@
 
 Telegram forgets an update only when a later ``getUpdates`` asks for a higher ``offset``; until then it sends
 it again. The connection confirms an update (moves the offset past it) only after the host said the event is
-durable, and saves the offset here at once, so a restart asks for exactly the updates not yet handled.
+durable (or the update was set aside), and saves the offset here at once, so a restart asks for exactly the
+updates not yet handled.
 
 The file is replaced atomically (a temporary file, then a rename), so a crash leaves the old offset or the new
 one, never half a file. ``OffsetSaver`` writes behind the poll loop: each confirmed offset is handed to it at
@@ -13,6 +14,11 @@ A lagging offset (the process died between the host's answer and the save, or th
 the page cache reached the disk) can only make Telegram send an update again, never skip one; the event carries
 its ``updateId`` so the host can recognise the repeat. A file that cannot be read is set aside and polling
 starts from Telegram's own memory of what was confirmed.
+
+Beside the offset the file keeps what a poison update needs to be recognised across restarts (``PollState``):
+the update being retried and how many of its tries failed (``failing``), and how many updates were set aside
+so far (``setAside``). Both are left out while empty, so the file of a bot without trouble is
+``{botId, offset}``.
 """
 
 from __future__ import annotations
@@ -20,42 +26,86 @@ from __future__ import annotations
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
+from ishiki_host import parse_json, read_text
+from ishiki_host.errors import ConfigError
 
-__all__ = ["OffsetSaver", "OffsetStore"]
+__all__ = ["OffsetSaver", "OffsetStore", "PollState"]
 
 _FILE = "telegram-offset.json"
 
 
+@dataclass(frozen=True, slots=True)
+class PollState:
+    """What a restart resumes from: the confirmed ``offset`` (``None``: ask Telegram), the update being retried
+    as ``(update_id, failed tries)``, and how many updates were set aside so far."""
+
+    offset: int | None = None
+    failing: tuple[int, int] | None = None
+    set_aside: int = 0
+
+    def to_json(self, bot_id: int) -> dict[str, Any]:
+        """The file's object (empty parts left out)."""
+        data: dict[str, Any] = {"botId": bot_id, "offset": self.offset}
+        if self.failing is not None:
+            data["failing"] = {"updateId": self.failing[0], "tries": self.failing[1]}
+        if self.set_aside:
+            data["setAside"] = self.set_aside
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PollState:
+        """Inverse of ``to_json``; ``ValueError`` names the part that is not what it should be."""
+        failing, set_aside = data.get("failing"), data.get("setAside", 0)
+        if failing is not None:
+            if not isinstance(failing, dict) or not all(_is_int(failing.get(k)) for k in ("updateId", "tries")):
+                raise ValueError("'failing' is not {updateId, tries}")
+            failing = (failing["updateId"], failing["tries"])
+        if not _is_int(set_aside) or set_aside < 0:
+            raise ValueError("'setAside' is not a count")
+        return cls(data["offset"], failing, set_aside)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_offset(value: object) -> bool:
+    """An update id, or ``None``: nothing confirmed yet (a poison update may fail before anything is)."""
+    return value is None or _is_int(value)
+
+
 class OffsetStore:
-    """Load and save the offset of bot ``bot_id`` under ``directory``."""
+    """Load and save the ``PollState`` of bot ``bot_id`` under ``directory``."""
 
     def __init__(self, directory: Path, bot_id: int, *, logger: logging.Logger):
         self.path = Path(directory, _FILE)
         self.bot_id = bot_id
         self._logger = logger
 
-    async def load(self) -> int | None:
-        """The saved offset, or ``None`` (nothing saved, another bot's file, or an unreadable file)."""
+    async def load(self) -> PollState:
+        """The saved state; an empty one when nothing is saved, the file is another bot's, or unreadable."""
         return await anyio.to_thread.run_sync(self._load)
 
-    async def save(self, offset: int) -> None:
-        """Replace the saved offset with ``offset``."""
-        await anyio.to_thread.run_sync(self._save, offset)
+    async def save(self, state: PollState) -> None:
+        """Replace the saved state with ``state``."""
+        await anyio.to_thread.run_sync(self._save, state)
 
-    def _load(self) -> int | None:
-        try:
-            data = json.loads(self.path.read_text("utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            self._set_aside(f"cannot be read ({exc})")
-            return None
-        if not isinstance(data, dict) or not isinstance(data.get("offset"), int) or isinstance(data["offset"], bool):
+    def _load(self) -> PollState:
+        if not self.path.exists():
+            return PollState()
+        try:  # the host's hardened loader: a mangled file nested 100,000 deep is one error, not a crash loop
+            data = parse_json(read_text(self.path, str(self.path), ConfigError), str(self.path), ConfigError).data
+        except ConfigError as exc:
+            self._set_aside(f"cannot be read ({exc.message})")
+            return PollState()
+        if not isinstance(data, dict) or "offset" not in data or not _is_offset(data["offset"]):
             self._set_aside("does not hold {botId, offset}")
-            return None
+            return PollState()
         if data.get("botId") != self.bot_id:
             self._logger.warning(
                 "%s belongs to bot %s, not %s (the token changed bots); starting from what Telegram holds",
@@ -63,13 +113,17 @@ class OffsetStore:
                 data.get("botId"),
                 self.bot_id,
             )
-            return None
-        return int(data["offset"])
+            return PollState()
+        try:
+            return PollState.from_json(data)
+        except ValueError as exc:
+            self._logger.warning("%s: %s; only its offset is used", self.path, exc)
+            return PollState(data["offset"])
 
-    def _save(self, offset: int) -> None:
+    def _save(self, state: PollState) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temp = self.path.with_name(f".{_FILE}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps({"botId": self.bot_id, "offset": offset}), "utf-8")
+        temp.write_text(json.dumps(state.to_json(self.bot_id)), "utf-8")
         os.replace(temp, self.path)
 
     def _set_aside(self, why: str) -> None:
@@ -82,22 +136,22 @@ class OffsetStore:
 
 
 class OffsetSaver:
-    """Writes the latest confirmed offset behind the poll loop (see the module docstring).
+    """Writes the latest ``PollState`` behind the poll loop (see the module docstring).
 
-    ``run`` is a service task; when it is cancelled it writes the latest offset once more (shielded), so a
-    clean stop leaves the exact offset on disk. A failed write is logged and retried with the next offset.
+    ``run`` is a service task; when it is cancelled it writes the latest state once more (shielded), so a
+    clean stop leaves the exact offset on disk. A failed write is logged and retried with the next state.
     """
 
     def __init__(self, store: OffsetStore, *, logger: logging.Logger):
         self._store = store
         self._logger = logger
-        self._latest: int | None = None
-        self._saved: int | None = None
+        self._latest: PollState | None = None
+        self._saved: PollState | None = None
         self._wake = anyio.Event()
 
-    def request(self, offset: int) -> None:
-        """Save ``offset`` (or a later one) soon."""
-        self._latest = offset
+    def request(self, state: PollState) -> None:
+        """Save ``state`` (or a later one) soon."""
+        self._latest = state
         self._wake.set()
 
     async def run(self) -> None:
@@ -112,12 +166,12 @@ class OffsetSaver:
                 await self._flush()
 
     async def _flush(self) -> None:
-        offset = self._latest
-        if offset is None or offset == self._saved:
+        state = self._latest
+        if state is None or state == self._saved:
             return
         try:
-            await self._store.save(offset)
+            await self._store.save(state)
         except OSError as exc:
             self._logger.error("could not save the telegram offset to %s: %s", self._store.path, exc)
             return
-        self._saved = offset
+        self._saved = state

@@ -302,3 +302,126 @@ async def test_a_crash_between_durable_and_confirmed_loses_nothing_and_answers_o
     assert contents == ["good morning", "what is the weather?"]  # the redelivered update was not taken again
     assert "was taken before; ignored" in second.stderr()
     assert json.loads(offset_file.read_text())["offset"] == weather["update_id"] + 1
+
+
+# -- what must never stall the bot ----------------------------------------------------------------------------
+
+HALF_EMOJI = "\ud83d"  # the first half of a surrogate pair, as a JavaScript client sends a cut emoji
+
+
+async def test_half_an_emoji_is_answered_and_does_not_hold_back_the_next_message(
+    bot_host, telegram_server, fake_openai
+):
+    answer_by(fake_openai, lambda text: send(f"got: {text.split()[-1]}"))
+    async with bot_host() as th:
+        telegram_server.push_message(private_chat(ALICE), f"look {HALF_EMOJI} cut")
+        await telegram_server.until(lambda: len(telegram_server.sent) == 1)
+        telegram_server.push_message(private_chat(ALICE), "and this")
+        await telegram_server.until(lambda: len(telegram_server.sent) == 2)
+        await telegram_server.until(lambda: telegram_server.pending == [])
+        await settled(th)
+    assert [m.text for m in telegram_server.sent] == ["got: cut", "got: this"]
+    contents = [e["data"]["source"]["content"] for e in inbound_entries(th.root, "private:42")]
+    assert contents == ["look \ufffd cut", "and this"]
+
+
+async def test_a_poison_update_is_set_aside_after_its_tries_across_a_restart_and_the_next_ones_answered(
+    bot_config, telegram_server, fake_openai, fake_clock, caplog
+):
+    from ishiki_host.testing import TestHost
+
+    answer_by(fake_openai, lambda text: send(f"got: {text.split()[-1]}"))
+    root = bot_config()
+    # The runtime of Mallory's chat can never start: a file stands where its directory must be.
+    chats = root / "data" / "runtimes" / "helper" / SID.replace(":", "%3A")
+    chats.mkdir(parents=True)
+    (chats / "private%3A666").write_text("in the way")
+    env = {"TELEGRAM_BOT_TOKEN": telegram_server.token}
+
+    async def fails_once_more(th, awake):
+        """Until the poison's next try failed and the channel backs off (one sleeper more than the host's own)."""
+        with anyio.fail_after(10):
+            await th.host.heartbeats.scheduler.settled()
+            await fake_clock.wait_for_sleepers(awake + 1)
+        return th.host.status()["channels"]["telegram#0"]["connection"]
+
+    async with TestHost(root, clock=fake_clock, env=env) as th:
+        await telegram_server.until(lambda: telegram_server.polling)
+        with anyio.fail_after(5):
+            await th.host.heartbeats.scheduler.settled()
+        awake = fake_clock.sleepers  # the host's own, while the channel waits on its long poll
+        telegram_server.push_message(private_chat(user(666, "Mallory")), "poison")
+        telegram_server.push_message(private_chat(ALICE), "hello one")
+        status = await fails_once_more(th, awake)
+        assert status["failing"] == {"updateId": 500_000, "tries": 1}
+    assert telegram_server.sent == []  # the update after it waits: it may still be taken
+
+    async with TestHost(root, clock=fake_clock, env=env) as th:  # a restart: the count goes on
+        status = await fails_once_more(th, awake)
+        assert status["failing"] == {"updateId": 500_000, "tries": 2}
+        await fake_clock.advance(30)  # the account's longest back-off: the third and last try
+        await telegram_server.until(lambda: len(telegram_server.sent) == 1)
+        telegram_server.push_message(private_chat(ALICE), "hello two")
+        await telegram_server.until(lambda: len(telegram_server.sent) == 2)
+        await settled(th)
+        status = th.host.status()["channels"]["telegram#0"]["connection"]
+    assert [m.text for m in telegram_server.sent] == ["got: one", "got: two"]
+    assert (status["setAside"], status["failing"], status["lastSetAside"]["updateId"]) == (1, None, 500_000)
+    set_aside = [r.getMessage() for r in caplog.records if "set aside update" in r.getMessage()]
+    assert len(set_aside) == 1
+    assert "set aside update 500000: 3 tries failed" in set_aside[0]
+
+    async with TestHost(root, clock=fake_clock, env=env) as th:  # and it stays set aside
+        await telegram_server.until(lambda: telegram_server.polling)
+        assert th.host.status()["channels"]["telegram#0"]["connection"]["setAside"] == 1
+    assert telegram_server.pending == []
+    assert len([r for r in caplog.records if "set aside update" in r.getMessage()]) == 1
+
+
+async def test_a_quiet_bot_keeps_answering_when_telegram_renumbers_its_updates(
+    bot_host, telegram_server, fake_openai, caplog
+):
+    answer_by(fake_openai, lambda text: send(f"got: {text.split()[-1]}"))
+    async with bot_host() as th:
+        telegram_server.push_message(private_chat(ALICE), "hello one")
+        await telegram_server.until(lambda: len(telegram_server.sent) == 1)
+        await settled(th)
+        telegram_server.renumber(4_242)  # a week without updates: the next id is chosen at random, lower
+        telegram_server.push_message(private_chat(ALICE), "hello two")
+        await telegram_server.until(lambda: len(telegram_server.sent) == 2)
+        await settled(th)
+        telegram_server.push_message(private_chat(ALICE), "hello three")
+        await telegram_server.until(lambda: len(telegram_server.sent) == 3)
+        await telegram_server.until(lambda: telegram_server.polling_offset == 4_244)
+        await settled(th)
+    assert [m.text for m in telegram_server.sent] == ["got: one", "got: two", "got: three"]
+    assert sum("update ids went backwards" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_an_unset_token_never_starts_the_channel_its_profile_waits_and_the_console_answers(
+    bot_config, telegram_server, fake_openai
+):
+    import os
+    import sys
+
+    answer_by(fake_openai, lambda text: send(f"console says: {text.split()[-1]}"))
+    root = bot_config(profiles={"helper": 'model: default\nchannels:\n  telegram:7000000001: ["*"]\n', "desk": CONSOLE})
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPENAI_BASE_URL", "OPENAI_MODEL")}
+    env.pop("TELEGRAM_BOT_TOKEN", None)
+    ishiki = str(Path(sys.executable).parent / "ishiki")
+    with anyio.fail_after(60):
+        checked = await anyio.run_process([ishiki, "check", str(root)], env=env, check=False)
+        done = await anyio.run_process([ishiki, "run", str(root)], input=b"hello\n", env=env, check=False)
+    report = checked.stdout.decode()
+    assert checked.returncode == 1
+    assert "helper  waiting  missing channels.telegram.accounts[0] (invalid in ishiki.yaml)" in report
+    assert "ishiki.yaml:6: channels.telegram.accounts[0].token: environment variable TELEGRAM_BOT_TOKEN is not set" in (
+        report
+    )
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert (done.returncode, out) == (0, "console says: hello\n"), err
+    assert "profile helper waits for channels.telegram.accounts[0] (invalid in ishiki.yaml)" in err
+    assert "environment variable TELEGRAM_BOT_TOKEN is not set" in err
+    assert "Traceback" not in err
+    assert "telegram#0" not in err  # never started, so never restarting
+    assert telegram_server.calls == []

@@ -130,6 +130,12 @@ async def test_saved_offset_of_another_bot_or_a_corrupt_file_is_not_used(
     assert (state / "telegram-offset.json.bad").read_text() == "{torn"
     assert [e.content for e in telegram_host.events] == ["one", "two"]
 
+    (state / "telegram-offset.json").write_text("[" * 100_000)  # json.loads raised RecursionError: a crash loop
+    async with running(telegram_connection()):
+        _push(telegram_server, "three")
+        await telegram_server.until(lambda: "three" in [e.content for e in telegram_host.events])
+    assert "nested deeper than 64 levels" in caplog.text  # set aside; Telegram's offset is used, nothing is lost
+
 
 async def test_an_unwritable_state_dir_is_logged_and_loses_nothing(
     tmp_path, telegram_server, telegram_connection, caplog

@@ -77,8 +77,11 @@ class Reply:
 
     @classmethod
     def of_json(cls, data: Any, status: int = 200) -> Reply:
-        """A JSON answer."""
-        return cls(status, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        """A JSON answer (UTF-8; a lone surrogate, which UTF-8 cannot hold, as its ``\\uXXXX`` escape)."""
+        try:
+            return cls(status, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        except UnicodeEncodeError:
+            return cls(status, json.dumps(data).encode("ascii"))
 
     def encode(self) -> bytes:
         """The bytes on the wire."""

@@ -25,6 +25,7 @@ class Inbound:
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.files: dict[str, FakeFile] = {}
         self._update_ids = itertools.count(first_update_id)
+        self.numbering: set[int] | None = None  # the ids given since ``renumber`` (None: never renumbered)
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._now = now
         self._on_push = on_push
@@ -32,9 +33,20 @@ class Inbound:
     def push_update(self, payload: dict[str, Any]) -> int:
         """Queue ``{"update_id": <next>, **payload}`` (any payload: malformed and unknown kinds too)."""
         update_id = next(self._update_ids)
+        if self.numbering is not None:
+            self.numbering.add(update_id)
         self.updates.append({"update_id": update_id, **payload})
         self._on_push()
         return update_id
+
+    def renumber(self, next_update_id: int) -> None:
+        """The next update gets ``next_update_id`` and the ones after it count on from there, as Telegram does
+        after a week without updates ("the identifier of the next update will be chosen randomly instead of
+        sequentially"): the new ids may be below every id before. Afterwards an ``offset`` beyond every id of
+        the new numbering is stale: it confirms none of the new updates, which are sent again and again until
+        an ``offset`` past one of them is asked for."""
+        self._update_ids = itertools.count(next_update_id)
+        self.numbering = set()
 
     def push_message(
         self,

@@ -12,6 +12,12 @@ Faults: a wrong token gets 401 (404 when it is not even shaped like one); ``webh
 ``getUpdates`` answer 409; ``fail(method, Fault...)`` queues errors, 429s with ``retry_after`` and dropped
 connections; ``offline = True`` drops every request, the long poll in progress too.
 
+Update ids: ``renumber(next_id)`` starts a new numbering, as Telegram does after a week without updates (the
+next id is chosen at random and may be below every id before); an ``offset`` from the old numbering then
+confirms none of the new updates, so a bot that skips ids below its offset gets the same update forever.
+A text holding a lone UTF-16 surrogate (half an emoji) goes out as its ``\\uXXXX`` escape, as the Bot API's
+JSON does.
+
 Records: every call (``calls``), every message sent (``sent``), every typing action (``actions``), every
 download (``downloads``); ``errors`` lists the fake's own crashes. ``redeliver(update)`` puts confirmed updates
 back, as if the confirmation never reached Telegram. Waits inside tests go through
@@ -235,9 +241,7 @@ class FakeBotAPI(Sending):
         params = request.params
         offset = params.get("offset")
         if isinstance(offset, int) and offset > 0:
-            while self.updates and self.updates[0]["update_id"] < offset:
-                self.updates.popleft()
-            self.confirmed = max(self.confirmed, offset)
+            self._confirm(offset)
         if isinstance(params.get("allowed_updates"), list):
             self._allowed = frozenset(params["allowed_updates"]) or None
         limit = min(max(int(params.get("limit", 100)), 1), 100)
@@ -249,6 +253,18 @@ class FakeBotAPI(Sending):
         if not ready and timeout > 0:
             ready = await self._wait(offset if isinstance(offset, int) else None, timeout, limit)
         return ready
+
+    def _confirm(self, offset: int) -> None:
+        """Forget the updates below ``offset``; after ``renumber``, a stale offset (beyond every new id)
+        confirms none of the new ones."""
+        numbering = self.numbering if self.numbering is not None else set()
+        stale = self.numbering is not None and offset > max(numbering, default=0) + 1
+        spared = numbering if stale else set()
+        kept = [u for u in self.updates if u["update_id"] >= offset or u["update_id"] in spared]
+        self.updates.clear()
+        self.updates.extend(kept)
+        if not stale:
+            self.confirmed = max(self.confirmed, offset)
 
     async def _wait(self, offset: int | None, seconds: int, limit: int) -> list[dict[str, Any]]:
         waiter = self._waiter = _Waiter(offset)
