@@ -7,7 +7,8 @@ built straight from the parser's events (no recursion, libyaml when available), 
 - the line of every key path (``YamlDocument.line``), for error messages;
 - keys kept as written (``on:`` stays the string ``on``), duplicate keys reported;
 - dates left as strings (no implicit timestamps), merge keys (``<<``) supported;
-- limits on nesting depth and on values after alias expansion;
+- limits on nesting depth, on values after alias expansion and on the length of an integer (``MAX_INT_DIGITS``:
+  a 5,000-digit integer is past what Python turns into text, and a long sexagesimal one takes quadratic time);
 - optional ``${VAR}`` expansion of string values (``ishiki_host.config.envvars``). A value expanded from a
   plain (unquoted) scalar is typed by YAML rules afterwards (``${PORT:-8}`` is the integer 8); quote it to keep
   a string. An expansion that comes out empty is the empty string.
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
+    "MAX_INT_DIGITS",
     "MAX_VALUES",
     "Key",
     "YamlDocument",
@@ -42,6 +44,7 @@ __all__ = [
     "load_yaml",
     "parse_yaml",
     "read_text",
+    "shorten",
 ]
 
 MAX_FILE_BYTES = 1 << 20
@@ -50,10 +53,13 @@ MAX_DEPTH = 64
 """Deepest nesting of mappings and sequences, aliases included."""
 MAX_VALUES = 100_000
 """Most values in one document after alias expansion (an alias bomb stops here)."""
+MAX_INT_DIGITS = 100
+"""Longest integer written in a config file, in characters (no setting needs more; 2**64 has 20 digits)."""
 
 Key = str | int
 _MERGE = "tag:yaml.org,2002:merge"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_INT = "tag:yaml.org,2002:int"
 
 
 class _Resolver(yaml.resolver.Resolver):
@@ -95,6 +101,11 @@ def _resolve(value: str, implicit: Any) -> str:
 def _line(event: ev.Event) -> int | None:
     mark: Any = event.start_mark
     return None if mark is None else int(mark.line) + 1
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters (with ``...``), to quote a value in an error message."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def format_path(path: Sequence[Key]) -> str:
@@ -339,11 +350,13 @@ class _Builder:
         constructor = _CONSTRUCTOR.yaml_constructors.get(tag)
         if constructor is None or tag in (_MERGE, "tag:yaml.org,2002:binary"):
             raise self.fail(f"unsupported YAML tag {tag!r}", event)
+        if tag == _INT and len(value) > MAX_INT_DIGITS:
+            raise self.fail(f"an integer of {len(value):,} characters; the limit is {MAX_INT_DIGITS}", event, path)
         node = yaml.ScalarNode(tag, value, None, None, event.style)
         try:
             return constructor(_CONSTRUCTOR, node)
         except (ValueError, yaml.YAMLError) as exc:
-            raise self.fail(f"bad {tag.rsplit(':', 1)[-1]} value {value!r}", event) from exc
+            raise self.fail(f"bad {tag.rsplit(':', 1)[-1]} value {shorten(value)!r}", event) from exc
 
 
 _HANDLERS: dict[type, Any] = {

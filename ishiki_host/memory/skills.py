@@ -10,11 +10,13 @@ A skill is a folder holding ``SKILL.md``: YAML front matter with ``name`` and ``
     # Brewing tea
     ...
 
-The folder name must equal ``name``. A SKILL.md without front matter, with malformed YAML, without a name
-or description, or whose name is not its folder's is skipped and logged (``SkillScan.problems``); the
-other skills still load. ``scan_skills`` reads the folder, ``sync_skills`` mirrors it into the table (adds,
-edits, removals, in one transaction), and ``SkillsWatcher.poll()`` does that only when a file changed (the
-host calls it at start and on its reload rhythm).
+The folder name must equal ``name``. The front matter is read by the host's hardened YAML loader (nesting,
+alias, integer and size limits; ``ishiki_host.config.yamlio``). A SKILL.md that cannot be read, without front
+matter, with malformed YAML, without a name or description, or whose name is not its folder's is skipped
+with a ``SkillInvalid`` naming the file and line (``SkillScan.errors``, logged); the other skills still load,
+and ``ishiki check`` reports the same errors. ``scan_skills`` reads the folder, ``sync_skills`` mirrors it
+into the table (adds, edits, removals, in one transaction), and ``SkillsWatcher.poll()`` does that only when
+a file changed (the host calls it at start and on its reload rhythm).
 
 Which skills a profile gets is the skills extension's config: ``enabled: "*"`` (every skill, the default) or
 a list of names. The prompt lists them (``skills_section``: name and description) and the model reads a body
@@ -33,10 +35,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-import yaml
 
+from ishiki_host.config.yamlio import YamlDocument, parse_yaml, read_text, shorten
 from ishiki_host.core.tools import trust_allows
-from ishiki_host.errors import ResourceError
+from ishiki_host.errors import ResourceError, SkillInvalid
 from ishiki_host.resources.center import Resource, ResourceRequest
 from ishiki_host.store.repos.skills import SkillFile, SkillSyncReport
 
@@ -78,10 +80,15 @@ SKILLS_HEADER = (
 
 @dataclass(frozen=True, slots=True)
 class SkillScan:
-    """The valid skills found on disk, and one line per SKILL.md that was skipped."""
+    """The valid skills found on disk, and the error of each one that was skipped."""
 
     files: tuple[SkillFile, ...] = ()
-    problems: tuple[str, ...] = ()
+    errors: tuple[SkillInvalid, ...] = ()
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """One log line per skipped skill: its error, then ``; skipped``."""
+        return tuple(f"{error.describe()}; skipped" for error in self.errors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,62 +105,79 @@ class SkillsSync:
 
 
 def parse_skill(text: str, *, where: str) -> tuple[dict[str, Any], str]:
-    """The front matter (a mapping) and the body of a SKILL.md; ``ValueError`` saying what is wrong."""
+    """The front matter (a mapping) and the body of a SKILL.md; ``SkillInvalid`` naming ``where`` if unusable."""
+    doc, body = _front_matter(text, where)
+    assert isinstance(doc.data, dict)  # _front_matter refuses anything else
+    return doc.data, body
+
+
+def _front_matter(text: str, where: str) -> tuple[YamlDocument, str]:
+    """The front matter, read by the hardened YAML loader (depth, alias and integer limits), and the body."""
     text = text.removeprefix("\ufeff")
     match = _FRONT.match(text)
     if match is None:
-        raise ValueError(f"{where}: no front matter (the file must start with a '---' line, then YAML, then '---')")
-    try:
-        meta = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{where}: the front matter is not valid YAML: {' '.join(str(exc).split())}") from None
-    if not isinstance(meta, dict):
-        raise ValueError(f"{where}: the front matter must be a mapping with name and description")
+        raise SkillInvalid("no front matter (the file must start with a '---' line, then YAML, then '---')", file=where)
+    doc = parse_yaml("\n" + match.group(1), where, SkillInvalid)  # "\n" for the '---' line: lines are the file's
+    if doc.errors:
+        raise doc.errors[0]  # a duplicate key: which of the two was meant is not for the host to guess
+    if not isinstance(doc.data, dict):
+        raise SkillInvalid("the front matter must be a mapping with name and description", file=where, line=2)
     for key in ("name", "description"):
-        value = meta.get(key)
+        value = doc.data.get(key)
         if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{where}: front matter key {key!r} must be a non-empty string")
-    return meta, text[match.end() :]
+            line = doc.line((key,)) if key in doc.data else 2
+            raise SkillInvalid(f"front matter key {key!r} must be a non-empty string", file=where, line=line, path=key)
+    return doc, text[match.end() :]
 
 
-def _read_one(folder: Path, config_dir: Path) -> SkillFile:
-    where = f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"
+def _read_one(folder: Path, config_dir: Path, where: str) -> SkillFile:
     path = folder / SKILL_FILE
-    data = path.read_bytes()
-    if len(data) > MAX_SKILL_BYTES:
-        raise ValueError(f"{where}: {len(data)} bytes; a skill may have at most {MAX_SKILL_BYTES}")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{where}: not UTF-8 text") from None
-    meta, _ = parse_skill(text, where=where)
-    name = meta["name"].strip()
+    text = read_text(path, where, SkillInvalid, MAX_SKILL_BYTES)
+    doc, _ = _front_matter(text, where)
+    assert isinstance(doc.data, dict)
+    name = str(doc.data["name"]).strip()
+
+    def bad(message: str) -> SkillInvalid:
+        return SkillInvalid(message, file=where, line=doc.line(("name",)))
+
     if name != folder.name:
-        raise ValueError(f"{where}: name {name!r} differs from its folder {folder.name!r}; they must be equal")
+        raise bad(f"name {shorten(name)!r} differs from its folder {_shown(folder.name)!r}; they must be equal")
     if not _NAME.fullmatch(name):
-        raise ValueError(f"{where}: name {name!r} must be lowercase letters, digits, '.', '-' or '_' (at most 64)")
-    digest = "sha256:" + hashlib.sha256(data).hexdigest()
-    return SkillFile(name, " ".join(meta["description"].split()), digest, str(path.relative_to(config_dir)))
+        raise bad(f"name {shorten(name)!r} must be lowercase letters, digits, '.', '-' or '_' (at most 64)")
+    digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return SkillFile(name, " ".join(str(doc.data["description"]).split()), digest, str(path.relative_to(config_dir)))
+
+
+def _shown(name: str) -> str:
+    """A file name as text: the bytes of a name that is not UTF-8 shown as ``\\xNN`` escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def scan_skills(config_dir: Path) -> SkillScan:
-    """Read every ``skills/<name>/SKILL.md`` under ``config_dir`` (blocking: run it in a worker thread)."""
+    """Read every ``skills/<name>/SKILL.md`` under ``config_dir`` (blocking: run it in a worker thread).
+
+    Never raises: a folder that cannot be listed, or a skill that cannot be used, is a ``SkillInvalid`` in the
+    scan; every other skill still loads.
+    """
     root = Path(config_dir) / SKILLS_DIR
     try:
         folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     except (FileNotFoundError, NotADirectoryError):
         return SkillScan()
+    except OSError as exc:
+        return SkillScan(errors=(SkillInvalid(f"cannot list the folder: {exc.strerror or exc}", file=SKILLS_DIR),))
     files: list[SkillFile] = []
-    problems: list[str] = []
+    errors: list[SkillInvalid] = []
     for folder in folders:
+        where = f"{SKILLS_DIR}/{_shown(folder.name)}"
         if not (folder / SKILL_FILE).is_file():
-            problems.append(f"{SKILLS_DIR}/{folder.name}: no {SKILL_FILE}; skipped")
+            errors.append(SkillInvalid(f"no {SKILL_FILE}", file=where))
             continue
         try:
-            files.append(_read_one(folder, Path(config_dir)))
-        except (ValueError, OSError) as exc:
-            problems.append(f"{exc}; skipped")
-    return SkillScan(tuple(files), tuple(problems))
+            files.append(_read_one(folder, Path(config_dir), f"{where}/{SKILL_FILE}"))
+        except SkillInvalid as exc:
+            errors.append(exc)
+    return SkillScan(tuple(files), tuple(errors))
 
 
 async def sync_skills(config_dir: Path, store: MemoryStore) -> SkillsSync:
@@ -272,7 +296,7 @@ class SkillScheme:
     def _body(self, relative: str) -> str:
         path = self.config_dir / relative
         try:
-            _, body = parse_skill(path.read_text("utf-8"), where=relative)
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise ResourceError("not_found", f"{relative} cannot be read now: {exc}") from None
+            _, body = parse_skill(read_text(path, relative, SkillInvalid, MAX_SKILL_BYTES), where=relative)
+        except SkillInvalid as exc:
+            raise ResourceError("not_found", f"{relative} cannot be read now: {exc.message}") from None
         return body.lstrip("\n")

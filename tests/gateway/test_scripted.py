@@ -121,7 +121,7 @@ async def test_delay_counts_against_the_call_deadline(tmp_path: Path, model_apis
         ([{"tool_calls": [{"arguments": {}}]}], "providers.demo.rules[0].tool_calls[0]", "needs a string 'name'"),
         ([{"delay_ms": -1}], "providers.demo.rules[0].delay_ms", "non-negative"),
         ({"not": "a list"}, "providers.demo.rules", "must be a list"),
-        ("missing.yaml", "", "cannot read the rules file"),
+        ("missing.yaml", "", "cannot read: No such file or directory"),
     ],
 )
 async def test_bad_rules_are_named(rules: object, path: str, message: str) -> None:
@@ -138,6 +138,35 @@ async def test_bad_yaml_names_file_and_line(tmp_path: Path) -> None:
         load_rules(str(bad), None)
     assert info.value.file == str(bad)
     assert info.value.line is not None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"rules:\n  - reply: caf\xe9\n", "2: not UTF-8 text (byte 0xe9 at offset 21)"),
+        (b"rules: " + b"[" * 600 + b"]" * 600 + b"\n", "1: nested deeper than 64 levels"),
+        (b"rules:\n  - delay_ms: " + b"9" * 5000 + b"\n", "2: rules[0].delay_ms: an integer of 5,000 characters"),
+        (b"a: &a [x, x]\nrules: [*b]\n", "2: unknown alias '*b'"),
+        (b"rules: []\nrules: []\n", "2: rules: duplicate key 'rules' (first at line 1)"),
+    ],
+)
+async def test_a_hostile_rules_file_is_a_models_error_for_run_models_and_check(
+    tmp_path: Path, model_apis: dict[str, ModelAPI], content: bytes, message: str
+) -> None:
+    (tmp_path / "rules.yaml").write_bytes(content)
+    provider = ProviderConfig("demo", "scripted", models=(DEMO,), options={"rules": "rules.yaml"})
+    (problem,) = ScriptedAPI().check(provider, tmp_path)  # what `ishiki check` reports
+    assert isinstance(problem, ModelsConfigInvalid)
+    assert problem.describe().startswith(f"{tmp_path / 'rules.yaml'}:{message}")
+    config = ModelsConfig(providers={"demo": provider}, file=str(tmp_path / "models.yaml"))
+    async with Gateway(config, model_apis, clock=FakeClock(), config_dir=tmp_path) as gateway:  # `run`, `models`
+        assert message in gateway.status()["providers"]["demo"]["error"]
+
+
+async def test_good_rules_check_clean(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(RULES, encoding="utf-8")
+    provider = ProviderConfig("demo", "scripted", models=(DEMO,), options={"rules": "rules.yaml"})
+    assert ScriptedAPI().check(provider, tmp_path) == []
 
 
 async def test_a_broken_rules_file_leaves_the_provider_unusable_not_the_gateway(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ishiki_host.errors import ResourceError
+from ishiki_host.errors import ResourceError, SkillInvalid
 from ishiki_host.memory.skills import (
     SKILL_TRUST,
     SKILLS_HEADER,
@@ -42,14 +42,39 @@ def skill(name: str, description: str = "Does a thing.", body: str = "# Steps\n1
 def test_parse_front_matter_and_body() -> None:
     meta, body = parse_skill("\ufeff---\nname: tea\ndescription: Brew tea.\nextra: 1\n---\nBody\n", where="x")
     assert (meta["name"], meta["extra"], body) == ("tea", 1, "Body\n")
-    with pytest.raises(ValueError, match="x: no front matter"):
+    with pytest.raises(SkillInvalid, match="x: no front matter"):
         parse_skill("# Just markdown\n", where="x")
-    with pytest.raises(ValueError, match="not valid YAML"):
+    with pytest.raises(SkillInvalid, match="x:3: invalid YAML"):
         parse_skill("---\nname: [unclosed\n---\n", where="x")
-    with pytest.raises(ValueError, match="'description' must be a non-empty string"):
+    with pytest.raises(SkillInvalid, match="x:2: description: front matter key 'description' must be a non-empty"):
         parse_skill("---\nname: tea\n---\n", where="x")
-    with pytest.raises(ValueError, match="must be a mapping"):
+    with pytest.raises(SkillInvalid, match="must be a mapping"):
         parse_skill("---\n- a list\n---\n", where="x")
+    with pytest.raises(SkillInvalid, match="x:3: name: duplicate key 'name'"):
+        parse_skill("---\nname: tea\nname: coffee\ndescription: Brew.\n---\n", where="x")
+
+
+LAUGHS = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 7)
+)  # an alias bomb: 10**7 values from a few hundred bytes
+
+
+def deep_front_matter(name: str) -> str:
+    """A front matter nested 600 deep: 1.2 KB that used to exhaust the parser's recursion."""
+    return f"---\nname: {name}\ndescription: Deep.\nextra: {'[' * 600}{']' * 600}\n---\nBody\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (deep_front_matter("deep"), "x:4: nested deeper than 64 levels"),
+        ("---\nname: n\ndescription: d\nsize: " + "9" * 5000 + "\n---\n", "x:4: size: an integer of 5,000 characters"),
+        ("---\nname: n\ndescription: d\n" + LAUGHS + "---\n", "more than 100,000 values after alias expansion"),
+    ],
+)
+def test_hostile_front_matter_is_a_skill_error_not_a_crash(text: str, message: str) -> None:
+    with pytest.raises(SkillInvalid, match=message):
+        parse_skill(text, where="x")
 
 
 def test_scan_keeps_the_valid_and_reports_the_rest(tmp_path: Path) -> None:
@@ -68,11 +93,12 @@ def test_scan_keeps_the_valid_and_reports_the_rest(tmp_path: Path) -> None:
     assert scan.files[0].body_hash.startswith("sha256:")
     problems = "\n".join(scan.problems)
     assert len(scan.problems) == 6
+    assert all(isinstance(error, SkillInvalid) and error.file for error in scan.errors)
     assert "skills/plain/SKILL.md: no front matter" in problems
-    assert "skills/broken/SKILL.md: the front matter is not valid YAML" in problems
-    assert "skills/renamed/SKILL.md: name 'other-name' differs from its folder 'renamed'" in problems
-    assert "skills/Upper/SKILL.md: name 'Upper' must be lowercase" in problems
-    assert "skills/binary/SKILL.md: not UTF-8 text" in problems
+    assert "skills/broken/SKILL.md:4: invalid YAML" in problems  # where the front matter ends unclosed
+    assert "skills/renamed/SKILL.md:2: name 'other-name' differs from its folder 'renamed'" in problems
+    assert "skills/Upper/SKILL.md:2: name 'Upper' must be lowercase" in problems
+    assert "skills/binary/SKILL.md:3: not UTF-8 text (byte 0xff at offset 30)" in problems
     assert "skills/empty-folder: no SKILL.md; skipped" in problems
     assert scan_skills(tmp_path / "missing").files == ()
 

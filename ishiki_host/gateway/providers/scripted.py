@@ -27,12 +27,12 @@ from typing import Any, ClassVar
 
 import anyio
 import httpx
-import yaml
 
 from ishiki_host.config.models import ModelSpec, ProviderConfig
+from ishiki_host.config.yamlio import load_yaml
 from ishiki_host.core.model import ModelRequest, ModelResult, StreamDone, StreamEvent, TextDelta, ToolCallDelta
 from ishiki_host.core.tokens import Estimator, estimate_tokens
-from ishiki_host.errors import ModelsConfigInvalid
+from ishiki_host.errors import ConfigError, ModelsConfigInvalid
 from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.gateway.assemble import StreamAssembler
 
@@ -98,7 +98,11 @@ def _rule(raw: Any, where: str, file: str | None) -> Rule:
 
 
 def load_rules(source: str | Sequence[Any], config_dir: str | None, *, where: str = "rules") -> tuple[Rule, ...]:
-    """Rules from an inline list, or from a YAML file (a list, or a mapping with ``rules``)."""
+    """Rules from an inline list, or from a YAML file (a list, or a mapping with ``rules``).
+
+    Raises only ``ModelsConfigInvalid``, naming the file (and line) or the rule: the file is read by the
+    hardened YAML loader, so a binary, huge, deeply nested or alias-bombed file is refused, never a crash.
+    """
     file: str | None = None
     raw: Any = source
     if isinstance(source, str):
@@ -106,14 +110,10 @@ def load_rules(source: str | Sequence[Any], config_dir: str | None, *, where: st
         if not path.is_absolute() and config_dir:
             path = Path(config_dir) / path
         file = str(path)
-        try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ModelsConfigInvalid(f"cannot read the rules file: {exc.strerror}", file=file) from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            raise ModelsConfigInvalid(f"invalid YAML: {exc}", file=file, line=line) from None
+        doc = load_yaml(path, file, ModelsConfigInvalid)  # the hardened loader: size, encoding, depth, integers
+        if doc.errors:
+            raise doc.errors[0]
+        raw = doc.data
         if isinstance(raw, Mapping):
             raw = raw.get("rules")
         where = "rules"
@@ -186,9 +186,16 @@ class ScriptedAPI(ModelAPI):
     def create(self, provider: ProviderConfig, http: httpx.AsyncClient) -> ScriptedClient:
         """Load the provider's rules (raises ``ModelsConfigInvalid`` naming the file and rule)."""
         config_dir = provider.options.get(CONFIG_DIR_OPTION)
-        rules = load_rules(
-            provider.options.get("rules", []),
-            str(config_dir) if config_dir else None,
-            where=f"providers.{provider.id}.rules",
-        )
-        return ScriptedClient(provider, rules, self.estimator)
+        return ScriptedClient(provider, self._rules(provider, str(config_dir) if config_dir else None), self.estimator)
+
+    def check(self, provider: ProviderConfig, config_dir: Path) -> Sequence[ConfigError]:
+        """The error loading the provider's rules (file or inline) gives, for ``ishiki check``."""
+        try:
+            self._rules(provider, str(config_dir))
+        except ModelsConfigInvalid as exc:
+            return [exc]
+        return []
+
+    def _rules(self, provider: ProviderConfig, config_dir: str | None) -> tuple[Rule, ...]:
+        source = provider.options.get("rules", [])
+        return load_rules(source, config_dir, where=f"providers.{provider.id}.rules")

@@ -29,7 +29,7 @@ from ishiki_host import (
     did_you_mean,
     expand_vars,
     format_path,
-    parse_yaml,
+    parse_json,
     read_text,
     schema_problems,
 )
@@ -168,7 +168,10 @@ def load_mcp_config(
 ) -> MCPConfig:
     """Load the profile's ``mcp.json`` and pick the ``selection`` (all servers when ``None``).
 
-    Never raises for bad content: every problem is data in the returned ``MCPConfig``.
+    Never raises for bad content: every problem is data in the returned ``MCPConfig``. The file is read by
+    the host's hardened JSON loader (``ishiki_host.parse_json``): over 1 MiB, not UTF-8, nested deeper than 64
+    levels or an integer of more than 100 digits is one error naming the file; a duplicate key is an error too,
+    and the last value is used.
     """
     path = mcp_file(config_dir, profile_dir)
     display = _display(path, config_dir)
@@ -195,7 +198,7 @@ def load_mcp_config(
         path,
         servers=tuple(loaded.servers),
         failed=loaded.failed,
-        errors=tuple(selection_errors),
+        errors=(*(_as_mcp_error(e) for e in doc.errors), *selection_errors),
         warnings=tuple(loaded.warnings),
         disabled=tuple(loaded.disabled),
     )
@@ -215,17 +218,13 @@ def _as_mcp_error(exc: ConfigError) -> MCPConfigInvalid:
 
 
 def _read(path: Path, display: str) -> YamlDocument:
-    """The file as strict JSON, with the line of every key (JSON is YAML flow syntax) when YAML agrees."""
+    """The file as strict JSON with the line of every key, read by the host's hardened loader (size, encoding,
+    nesting, integer limits): a bad file is one ``MCPConfigInvalid`` naming it, never a crash."""
     text = read_text(path, display, MCPConfigInvalid)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MCPConfigInvalid(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display, line=exc.lineno) from exc
-    try:
-        lines = parse_yaml(text, display, MCPConfigInvalid).lines
-    except ConfigError:
-        lines = {}  # valid JSON that YAML reads differently (tabs): errors just lose their line
-    return YamlDocument(display, data, lines)
+        return parse_json(text, display, MCPConfigInvalid)
+    except MCPConfigInvalid as exc:
+        raise MCPConfigInvalid(f"invalid JSON: {exc.message}", file=exc.file, line=exc.line, path=exc.path) from exc
 
 
 def _select(

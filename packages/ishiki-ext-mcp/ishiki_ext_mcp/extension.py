@@ -27,7 +27,8 @@ from ishiki_ext_mcp.tools import make_tools
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ishiki_host import RuntimeContext, Tool
+    from ishiki_host import CheckContext, RuntimeContext, Tool
+    from ishiki_host.errors import ConfigError
 
     from ishiki_ext_mcp.listing import Listing
     from ishiki_ext_mcp.runner import ServerRunner
@@ -60,8 +61,18 @@ class MCPExtension(Extension):
 
     def create(self, ctx: Any, config: Mapping[str, Any]) -> MCPInstance:
         """The extension's instance for one runtime."""
-        servers = config.get("servers")
-        return MCPInstance(ctx, tuple(servers) if servers is not None else None)
+        return MCPInstance(ctx, _selection(config))
+
+    def check(self, ctx: CheckContext, config: Mapping[str, Any]) -> Sequence[ConfigError]:
+        """What is wrong with the profile's ``mcp.json`` and its ``servers`` selection (for ``ishiki check``):
+        the file's errors and each unusable server's, as ``ishiki run`` would log them. Reads the file only."""
+        loaded = load_mcp_config(ctx.config_dir, ctx.profile.directory, _selection(config), ctx.env)
+        return [*loaded.errors, *loaded.failed.values()]
+
+
+def _selection(config: Mapping[str, Any]) -> tuple[str, ...] | None:
+    servers = config.get("servers")
+    return tuple(servers) if servers is not None else None
 
 
 class MCPInstance:

@@ -127,7 +127,13 @@ def test_unknown_keys_are_warnings_with_a_hint(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"mcpServers": {', "mcp.json:1: invalid JSON: Expecting property name enclosed in double quotes (column 17)"),
+        ('{"mcpServers": {', "mcp.json:1: mcpServers: invalid JSON: the file ends inside an object opened at line 1"),
+        ('{"mcpServers": ' + '{"a": ' * 50_000, "mcp.json:1: invalid JSON: nested deeper than 64 levels"),
+        (
+            '{"mcpServers": {"a": {"timeoutMs": 1' + "0" * 5000 + "}}}",
+            "mcp.json:1: mcpServers.a.timeoutMs: invalid JSON: an integer of 5,001 digits",
+        ),
+        ('{"mcpServers": {"a": {"command": "caf\\udce9"}}}', "mcp.json:1: invalid JSON: a lone UTF-16 surrogate"),
         ("[]", "mcp.json:1: expected an object, got array"),
         ('{"servers": {}}', "mcp.json:1: missing required key 'mcpServers'"),
         ('{"mcpServers": {"a/b": {"command": "c"}}}', "mcp.json:1: mcpServers.a/b: a server name is 1-64 letters"),
@@ -140,6 +146,21 @@ def test_a_broken_file_is_one_error_and_no_server(tmp_path: Path, text: str, mes
     assert config.servers == ()
     assert len(config.errors) == 1
     assert config.errors[0].describe().startswith(message)
+
+
+def test_a_file_that_is_not_utf8_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "mcp.json").write_bytes(b'{"mcpServers": {"a": {"command": "caf\xe9"}}}')
+    config = load_mcp_config(tmp_path, environ={})
+    assert [e.describe() for e in config.errors] == ["mcp.json:1: not UTF-8 text (byte 0xe9 at offset 37)"]
+
+
+def test_a_duplicate_key_is_an_error_and_the_last_value_is_used(tmp_path: Path) -> None:
+    write(tmp_path, '{"mcpServers": {"a": {"command": "one",\n "command": "two"}}}')
+    config = load_mcp_config(tmp_path, environ={})
+    assert [e.describe() for e in config.errors] == [
+        "mcp.json:2: mcpServers.a.command: duplicate key 'command' (first at line 1)"
+    ]
+    assert [s.command for s in config.servers] == ["two"]
 
 
 def test_selection_and_profile_local_file(tmp_path: Path) -> None:
