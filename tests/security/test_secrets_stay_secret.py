@@ -2,10 +2,11 @@
 
 A real ``ishiki run`` (subprocess, log level ``debug``: the most it ever says) with known fake secrets: the model
 provider's ``apiKey`` written in models.yaml, a working Telegram token through ``${VAR}`` and a wrong one
-written in ishiki.yaml. The model server refuses the key with a 401 whose message repeats the whole key (some
-OpenAI-compatible servers do), and the Bot API refuses the wrong token. ``ishiki check`` and
-``ishiki models --probe`` run on the same directory. Then stdout and stderr of every command and every file
-under ``data/`` are searched for each secret. The fakes confirm the secrets were really used.
+written in ishiki.yaml. The model server refuses the key with a 401 whose message repeats the whole key, as
+sent and JSON-escaped (``\\uXXXX``, which decodes to the key again; some OpenAI-compatible servers do), and the
+Bot API refuses the wrong token. ``ishiki check`` and ``ishiki models --probe`` run on the same directory. Then
+stdout and stderr of every command and every file under ``data/`` are searched for each secret. The fakes
+confirm the secrets were really used.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ def refusing_model() -> Iterator[tuple[FakeOpenAIServer, threading.Event]]:
     def refuse(request: RecordedRequest) -> Response:
         asked.set()
         key = request.headers.get("authorization", "").removeprefix("Bearer ")
-        body = {"error": {"message": f"Incorrect API key provided: {key}.", "type": "invalid_request_error",
-                          "code": "invalid_api_key"}}  # fmt: skip
-        return Response.json(body, 401)
+        escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+        body = ('{"error": {"message": "Incorrect API key provided: ' + key + ", or as JSON may write it: " + escaped
+                + '.", "type": "invalid_request_error", "code": "invalid_api_key"}}')  # fmt: skip
+        return Response(401, (("content-type", "application/json"),), body.encode())
 
     with FakeOpenAIServer() as server:
         server.default = refuse

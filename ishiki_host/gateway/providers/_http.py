@@ -3,13 +3,14 @@
 What a provider answers is scrubbed of the credentials the request carried (``Authorization``, ``x-api-key`` and
 any header whose name says key, token, secret or auth) before anything reads it: some servers repeat the key
 they refused in their error message, which would otherwise reach the logs, the fact log and ``ishiki models``.
+The raw text is scrubbed of every encoded form of each secret (JSON escapes at any nesting, URL encoding; see
+``_scrub``), and a JSON answer's decoded values once more.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -21,35 +22,10 @@ from ishiki_host.gateway.classify import (
     classify_transport,
     malformed,
 )
+from ishiki_host.gateway.providers._scrub import scrub, scrub_json, secrets_of
 from ishiki_host.gateway.sse import SSEEvent, aiter_sse
 
 __all__ = ["join_url", "parse_event_json", "post_json", "post_sse", "scrub", "secrets_of"]
-
-REDACTED = "<redacted>"
-_SECRET_HEADER = re.compile(r"auth|key|token|secret", re.IGNORECASE)
-_MIN_SECRET = 8  # shorter values ("Bearer" alone, a one-letter key) would blank out ordinary words
-
-
-def secrets_of(headers: Mapping[str, str]) -> tuple[str, ...]:
-    """The credentials in request ``headers`` (a ``Bearer``/``Basic`` value also without its scheme), longest
-    first."""
-    found: set[str] = set()
-    for name, value in headers.items():
-        if not _SECRET_HEADER.search(name) or not value:
-            continue
-        found.add(value)
-        scheme, _, rest = value.partition(" ")
-        if rest and scheme.lower() in ("bearer", "basic", "token"):
-            found.add(rest.strip())
-    return tuple(sorted((s for s in found if len(s) >= _MIN_SECRET), key=len, reverse=True))
-
-
-def scrub(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every secret replaced by ``<redacted>``."""
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
 
 
 def join_url(base: str, path: str) -> str:
@@ -72,10 +48,11 @@ async def post_json(
         response = await http.post(url, json=body, headers=dict(headers))
     except httpx.HTTPError as exc:
         raise classify_transport(exc, model) from exc
-    text = scrub(response.text, secrets_of(headers))
+    secrets = secrets_of(headers)
+    text = scrub(response.text, secrets)
     if not response.is_success:
         raise classify_http(response.status_code, text, response.headers, model)
-    data = _json_of(text, model, response.status_code)
+    data = scrub_json(_json_of(text, model, response.status_code), secrets)
     if not isinstance(data, dict):
         raise malformed(model, f"expected a JSON object, got {type(data).__name__}")
     if data.get("error"):
@@ -96,7 +73,7 @@ async def post_sse(
             if "json" in response.headers.get("content-type", ""):
                 # A server that ignores "stream" or reports an error as JSON.
                 await response.aread()
-                data = _json_of(scrub(response.text, secrets), model, response.status_code)
+                data = scrub_json(_json_of(scrub(response.text, secrets), model, response.status_code), secrets)
                 if isinstance(data, dict) and data.get("error"):
                     raise classify_error_object(data, model)
                 raise malformed(model, "expected an event stream, got a JSON body")

@@ -4,8 +4,10 @@ A tool's ``path`` is either a plain relative path in the root mount (``notes/tod
 ``%2e%2e`` is a file of that name), or a ``workspace://<mount>/<path>`` URL, parsed by the host's strict
 resource-URL parser (where ``%2e%2e`` is ``..`` and refused). Plain paths refuse what could leave the mount or
 mislead: absolute paths, ``..``, ``~``, backslashes, NUL and control characters. Empty and ``.`` segments are
-dropped, so ``""`` and ``"."`` name the root. What resolving the segments may still meet (symlinks, hard
-links) is ``_confine``'s business.
+dropped, so ``""`` and ``"."`` name the root. A path may be at most ``MAX_DEPTH`` (64) segments deep, as
+deep as ``list_files`` and ``search_files`` go: a deeper one is refused before anything is opened, so one
+``write_file`` cannot build a 2,000-level tree that no listing shows and every walk must crawl. What
+resolving the segments may still meet (symlinks, hard links) is ``_confine``'s business.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ishiki_ext_workspace._config import ROOT_MOUNT
+from ishiki_ext_workspace._tree import MAX_DEPTH
 from ishiki_host import ResourceURL, format_resource_url, parse_resource_url
 from ishiki_host.errors import ResourceError
 
@@ -74,7 +77,14 @@ def locate_url(url: ResourceURL, settings: Settings) -> Location | None:
     """The place a parsed ``workspace://`` URL names; ``None`` for ``workspace://`` (every mount)."""
     if not url.segments:
         return None
-    return Location(_mount(settings, url.authority, str(url.bare())), url.path_segments)
+    raw = str(url.bare())
+    return Location(_mount(settings, url.authority, raw), _capped(url.path_segments, raw))
+
+
+def _capped(segments: tuple[str, ...], path: str) -> tuple[str, ...]:
+    if len(segments) > MAX_DEPTH:
+        raise _invalid(path, f"{len(segments)} levels deep; a path has at most {MAX_DEPTH} (as deep as listing goes)")
+    return segments
 
 
 def _plain(path: str) -> tuple[str, ...]:
@@ -89,7 +99,7 @@ def _plain(path: str) -> tuple[str, ...]:
         raise _invalid(path, "'..' is not allowed: a path cannot leave its mount")
     if segments and segments[0] == "~":
         raise _invalid(path, "'~' is not expanded; paths are relative to the workspace root")
-    return segments
+    return _capped(segments, path)
 
 
 def locate(path: object, settings: Settings, *, allow_all: bool = False) -> Location | None:

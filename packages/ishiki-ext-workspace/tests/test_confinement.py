@@ -51,6 +51,35 @@ async def test_path_tricks_are_refused_by_every_tool(open_workspace, path: str, 
             assert SECRET not in result.content
 
 
+DEEP = "/".join(["a"] * 1998) + "/x.txt"  # 1,999 levels in one path
+
+
+@pytest.mark.parametrize("path", [DEEP, f"workspace://root/{DEEP}"])
+async def test_a_path_deeper_than_listing_goes_is_refused_by_every_tool(open_workspace, path: str) -> None:
+    async with open_workspace() as ws:
+        for tool, extra in [
+            ("write_file", {"content": "x"}),
+            ("read_file", {}),
+            ("edit_file", {"old": "a", "new": "b"}),
+            ("delete_file", {}),
+            ("list_files", {}),
+            ("search_files", {"pattern": "x"}),
+        ]:
+            result = await ws.refused(tool, path=path, **extra)
+            assert result.data["error"] == "invalid_resource_uri", (tool, result.content)
+            assert "1999 levels deep; a path has at most 64 (as deep as listing goes)" in result.content
+        assert list(ws.root.iterdir()) == []  # nothing was made on the way
+
+
+async def test_a_path_as_deep_as_listing_goes_is_written_and_listed(open_workspace) -> None:
+    deepest = "/".join(["d"] * 63) + "/x.txt"  # 64 levels
+    async with open_workspace() as ws:
+        await ws.ok("write_file", path=deepest, content="bottom")
+        assert (await ws.ok("read_file", path=deepest)).content.rstrip().endswith("bottom")
+        listing = await ws.ok("list_files", path="", depth=64)
+        assert "x.txt" in listing.content
+
+
 async def test_percent_escapes_in_a_plain_path_are_a_literal_name(open_workspace) -> None:
     async with open_workspace() as ws:
         await ws.ok("write_file", path="%2e%2e/x.txt", content="inside")
