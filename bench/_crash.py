@@ -66,7 +66,7 @@ class CrashPlan:
     outstanding: int = 60
     torn_every: int = 3
     max_events: int = 8
-    life_deadline: float = 120.0
+    life_cap: float = 1800.0  # a last resort, never a measure: a life still running then is reported timed out
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ class Life:
     seconds: float
     log: Path
     ready: float | None = None  # seconds from the start of the process to its first getUpdates
+    timed_out: bool = False  # it was still running at ``plan.life_cap`` and was killed: no property verdict
 
 
 @dataclass
@@ -102,6 +103,11 @@ class CrashReport:
         """The properties that do not hold."""
         return [p for p in self.properties if not p.ok]
 
+    def timed_out(self) -> list[Life]:
+        """The lives still running at the cap (the machine could not keep up, or the host hangs): the run
+        says nothing about the properties then, and the test reports "timed out", not a broken property."""
+        return [life for life in self.lives if life.timed_out]
+
     def lines(self) -> list[str]:
         """A readable summary."""
         kinds = sorted({life.trigger.split()[0] for life in self.lives})
@@ -110,7 +116,8 @@ class CrashReport:
             f"({self.plan.groups} groups), {len(self.lives)} lives, {self.kills} SIGKILLs ({', '.join(kinds)}), "
             f"{len(self.torn)} torn tails written, {self.seconds:.1f} s"
         )
-        return [head, *(p.line() for p in self.properties)]
+        late = [f"timed out: life {life.index} ({life.trigger}) still ran at the cap" for life in self.timed_out()]
+        return [head, *late, *(p.line() for p in self.properties)]
 
 
 class CrashRun:
@@ -237,7 +244,7 @@ class CrashRun:
                 elif kind in ("send", "confirm"):
                     tg.start_soon(self._kill_after, kind, count, process.pid)
                 tg.start_soon(self._end_when_idle, kind, process)
-                with anyio.move_on_after(self.plan.life_deadline) as deadline:
+                with anyio.move_on_after(self.plan.life_cap) as deadline:
                     await process.wait()
                 tg.cancel_scope.cancel()
         finally:
@@ -247,9 +254,10 @@ class CrashRun:
             with anyio.CancelScope(shield=True):
                 code = await process.wait()
                 await process.aclose()
-        text = (f"{kind} {count}" if count else kind) + (" (timed out)" if deadline.cancelled_caught else "")
+        text = f"{kind} {count}" if count else kind
         seconds = time.monotonic() - began
-        self.report.lives.append(Life(index, text, code, seconds, log, ready[0] if ready else None))
+        life = Life(index, text, code, seconds, log, ready[0] if ready else None, deadline.cancelled_caught)
+        self.report.lives.append(life)
 
     async def _note_ready(self, began: float, ready: list[float]) -> None:
         """When the host polls Telegram for the first time in this life."""
@@ -269,17 +277,17 @@ class CrashRun:
 
     async def _end_when_idle(self, kind: str, process: anyio.abc.Process) -> None:
         """The last life stops (SIGTERM) once it polls and all is settled; the restart once it polls; a kill life
-        that ran out of work is killed then (its trigger would never come)."""
-        if kind in ("restart", "final"):  # a SIGTERM before the host runs would find no handler yet
+        that ran out of work is killed then (its trigger would never come). Each waits on what it waits for,
+        however long a loaded machine takes: only ``plan.life_cap`` ends a life that never gets there."""
+        if kind in ("restart", "final"):  # the host set up what it recovers before it polls
             polls = self.bot.count("getUpdates")
             await self.bot.until(lambda: self.bot.count("getUpdates") > polls, deadline=3600)
         if kind == "restart":
             process.send_signal(signal.SIGTERM)
             return
-        with anyio.move_on_after(self.plan.life_deadline - 5):  # a final life that never settles is stopped
-            while not self._done():  # the model's view of what is settled changes in its own thread: look again
-                with anyio.move_on_after(0.25):
-                    await self.bot.until(self._done, deadline=3600)
+        while not self._done():  # the model's view of what is settled changes in its own thread: look again
+            with anyio.move_on_after(0.25):
+                await self.bot.until(self._done, deadline=3600)
         if kind == "final":
             process.send_signal(signal.SIGTERM)
         else:
@@ -318,7 +326,7 @@ def _check_exits(lives: list[Life]) -> Property:
     wrong = [
         f"life {life.index} ({life.trigger}) ended with {life.code}; see {life.log}"
         for life in lives
-        if life.code != (0 if life.trigger in ("final", "restart") else -signal.SIGKILL) or "timed out" in life.trigger
+        if not life.timed_out and life.code != (0 if life.trigger in ("final", "restart") else -signal.SIGKILL)
     ]
     return Property("every life ended as planned", not wrong, f"{len(lives)} lives", tuple(wrong))
 

@@ -2,7 +2,7 @@
 
 This module is the public face plugins are written against; everything under it is internal. A channel, an
 engine, an extension or a model API needs nothing else: the plugin base classes and ``hookimpl``, the contract
-of a runtime (``RuntimeContext``, ``HostServices``, ``Sessions``, ``Command``), the channel contract
+of a runtime (``RuntimeContext``, ``HostServices``, ``Sessions``, ``Command``, ``Reminders``), the channel contract
 (``ChannelHost``, ``IshikiEvent``, ``SendResult``, ``split_message``), the agent core (messages, models, tools,
 hooks, the fact log), resources, the model-API helpers and the config loaders. Test helpers are
 ``ishiki_host.testing``; errors are ``ishiki_host.errors``. ``__all__`` is exact and sorted, and every name's
@@ -28,6 +28,7 @@ from ishiki_host.channels.events import Attachment, EventKind, IshikiEvent, Quot
 from ishiki_host.channels.inbound import is_inbound, source_target
 from ishiki_host.channels.split import split_message, utf16_len
 from ishiki_host.config.envvars import expand_vars
+from ishiki_host.config.jsonio import parse_json
 from ishiki_host.config.models import ModelSpec, ProviderConfig
 from ishiki_host.config.profile_types import Profile
 from ishiki_host.config.reference import schema_table
@@ -40,6 +41,7 @@ from ishiki_host.core.clock import Clock, FakeClock, SystemClock, run_with_deadl
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.hooks import AgentHooks, Block, Replace, StepDecision, Stop, ToolDecision
+from ishiki_host.core.levels import content_level, summary_readers
 from ishiki_host.core.messages import ImagePart, Message, Part, TextPart, ToolCall
 from ishiki_host.core.model import (
     LanguageModel,
@@ -62,9 +64,10 @@ from ishiki_host.gateway.api import ModelAPI, ProviderClient
 from ishiki_host.gateway.attribution import usage_purpose
 from ishiki_host.gateway.classify import classify_http, classify_transport, malformed
 from ishiki_host.jsontypes import Json
-from ishiki_host.plugins.base import ContextEngine, Extension, ToolcallEngine, WakeupEngine
+from ishiki_host.plugins.base import CheckContext, ContextEngine, Extension, ToolcallEngine, WakeupEngine
 from ishiki_host.plugins.commands import Command, CommandContext, CommandHandler, CommandTable, HostView
 from ishiki_host.plugins.hookspecs import hookimpl
+from ishiki_host.plugins.reminders import REMINDERS, Reminder, Reminders, ScheduledReminder
 from ishiki_host.plugins.runtime_api import (
     ContextEngineInstance,
     Dispose,
@@ -90,13 +93,14 @@ from ishiki_host.resources import (
     parse_resource_url,
 )
 from ishiki_host.resources.sniff import guess_media_type
-from ishiki_host.sessions.manager import SessionChange, Sessions, SessionSize
+from ishiki_host.sessions.manager import CarriedSummary, SessionChange, Sessions, SessionSize
 from ishiki_host.store.memory_store import MemoryStore
-from ishiki_host.store.repos.memory_types import Memory, MemoryDraft, MemoryHit, MemoryType
+from ishiki_host.store.repos.memory_types import Memory, MemoryDraft, MemoryHit, MemoryScope, MemoryType, ScopeMode
 from ishiki_host.tools.read import render_read_result
 
 __all__ = [
     "PLUGIN_API_VERSION",
+    "REMINDERS",
     "Agent",
     "AgentHooks",
     "AssetFetcher",
@@ -106,10 +110,12 @@ __all__ = [
     "Block",
     "BusEvent",
     "BusPhase",
+    "CarriedSummary",
     "Channel",
     "ChannelConnection",
     "ChannelHost",
     "ChannelKind",
+    "CheckContext",
     "Clock",
     "Command",
     "CommandContext",
@@ -137,6 +143,7 @@ __all__ = [
     "Memory",
     "MemoryDraft",
     "MemoryHit",
+    "MemoryScope",
     "MemoryStore",
     "MemoryType",
     "Message",
@@ -154,6 +161,8 @@ __all__ = [
     "ProviderConfig",
     "Quote",
     "ReadResult",
+    "Reminder",
+    "Reminders",
     "Replace",
     "Resource",
     "ResourceCenter",
@@ -163,7 +172,9 @@ __all__ = [
     "RuntimeDirectory",
     "RuntimeKey",
     "RuntimeMode",
+    "ScheduledReminder",
     "SchemeHandler",
+    "ScopeMode",
     "SendResult",
     "ServiceKey",
     "SessionChange",
@@ -206,6 +217,7 @@ __all__ = [
     "classify_http",
     "classify_transport",
     "compatible_api",
+    "content_level",
     "did_you_mean",
     "errors",
     "estimate_tokens",
@@ -219,6 +231,7 @@ __all__ = [
     "loads_strict",
     "malformed",
     "parse_channel_id",
+    "parse_json",
     "parse_resource_url",
     "parse_sid",
     "parse_yaml",
@@ -231,6 +244,7 @@ __all__ = [
     "select_session_window",
     "source_target",
     "split_message",
+    "summary_readers",
     "trust_allows",
     "usage_purpose",
     "utf16_len",

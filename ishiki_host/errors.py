@@ -11,6 +11,7 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
     │   ├── ProfileInvalid              profiles/<id>/profile.yml
     │   ├── ModelsConfigInvalid         models.yaml
     │   ├── HeartbeatInvalid            heartbeats.json, a beat's cron expression, time zone or fields
+    │   ├── SkillInvalid                skills/<name>/SKILL.md (the skill is skipped, the others load)
     │   ├── PluginNotFound              a named service has no entry point
     │   ├── PluginLoadFailed            an entry point raised on import or load
     │   └── PluginAPIIncompatible       a plugin declares an API major the host does not speak
@@ -27,10 +28,12 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         │   └── ToolNotAllowed          the turn's trust level is below the tool's
         ├── ChannelError                a channel failed to start, send or receive (``fatal``: no restart)
         │   ├── ChannelNotReady         a connection did not report readiness in time (restarted)
-        │   ├── ChannelUnavailable      the platform cannot be reached right now (restarted with back-off)
-        │   └── EventInvalid            a shaped inbound event breaks its contract (also a ValueError)
+        │   ├── ChannelUnavailable      the platform (or, from ``dispatch``, the host) cannot take it right now
+        │   └── EventRejected           ``dispatch`` will never take this event: set it aside, do not retry
+        │       └── EventInvalid        a shaped inbound event breaks its contract (also a ValueError)
         ├── FactLogError                the fact log cannot be opened or written
         │   └── FactLogLocked           another process holds the log
+        ├── ConfigDirLocked             another host runs this data directory (``pid``: its process)
         ├── AgentBusy                   ``send(..., if_busy="reject")`` while a turn runs
         ├── AgentStopped                the agent is not running (never started, or stopped)
         ├── CommandError                a slash command cannot do what was asked (shown to the sender)
@@ -57,11 +60,13 @@ __all__ = [
     "ChannelUnavailable",
     "CommandError",
     "ConfigDirError",
+    "ConfigDirLocked",
     "ConfigError",
     "ContextLengthExceeded",
     "EngineError",
     "EngineStateInvalid",
     "EventInvalid",
+    "EventRejected",
     "FactLogError",
     "FactLogLocked",
     "HeartbeatInvalid",
@@ -84,6 +89,7 @@ __all__ = [
     "RuntimeStartFailed",
     "SandboxError",
     "ScaffoldError",
+    "SkillInvalid",
     "StoreError",
     "ToolConflictError",
     "ToolError",
@@ -143,6 +149,10 @@ class ModelsConfigInvalid(ConfigError):
 class HeartbeatInvalid(ConfigError):
     """A beat cannot be used: ``heartbeats.json`` is not a JSON array, or a beat's cron expression, time zone
     or fields are wrong. Beat tools turn it into an error result for the model."""
+
+
+class SkillInvalid(ConfigError):
+    """A ``skills/<name>/SKILL.md`` cannot be used: unreadable, malformed front matter, or a bad name."""
 
 
 class PluginNotFound(ConfigError):
@@ -247,6 +257,17 @@ class ChannelError(RunError):
     (the default) means restarting cannot help (a refused token): the channel is reported once and stopped,
     the rest of the host keeps serving. A subclass for a passing trouble (the platform cannot be reached) sets
     ``fatal = False``, and the supervisor restarts the connection with back-off.
+
+    ``ChannelHost.dispatch`` raises one when it did not take an event, and the class tells the channel what to
+    do with that input (it must never let one event hold back every later one):
+
+    - ``EventRejected`` (``EventInvalid`` among them): retrying cannot help; set the event aside (log it,
+      count it) and confirm past it;
+    - a ``ChannelError`` whose ``fatal`` is false (``ChannelUnavailable``): the host cannot take input right
+      now (it is stopping, the fact log cannot be written); retry with back-off, without counting it against
+      the event;
+    - anything else (another ``ChannelError``, or an exception the host did not expect): unknown; retry with
+      back-off a bounded number of times, then set the event aside.
     """
 
     fatal: bool = True
@@ -264,7 +285,14 @@ class ChannelNotReady(ChannelError):
     fatal = False
 
 
-class EventInvalid(ChannelError, ValueError):
+class EventRejected(ChannelError):
+    """``dispatch`` will never take this event as it is: retrying cannot fix it (see ``ChannelError``).
+
+    A channel sets the input aside (logged, counted) and confirms past it, so later input flows.
+    """
+
+
+class EventInvalid(EventRejected, ValueError):
     """A channel shaped an inbound event that breaks its contract (a bad channel id, a missing sender...).
 
     Also raised when a stored event (a fact-log ``data.source``) cannot be read back.
@@ -277,6 +305,15 @@ class FactLogError(RunError):
 
 class FactLogLocked(FactLogError):
     """Another process holds the fact log's exclusive lock."""
+
+
+class ConfigDirLocked(RunError):
+    """Another host holds the lock of this data directory; ``pid`` is its process (``None`` if unknown)."""
+
+    def __init__(self, message: str, *, path: str, pid: int | None = None):
+        self.path = path
+        self.pid = pid
+        super().__init__(message)
 
 
 class AgentBusy(RunError):
@@ -294,7 +331,8 @@ class CommandError(RunError):
 class RuntimeStartFailed(RunError):
     """A runtime could not start: an engine's or extension's ``create`` raised, or its fact log failed.
 
-    The input that asked for it is not taken (a channel does not confirm it); the host keeps serving.
+    The input that asked for it is not taken (``dispatch`` raises a plain ``ChannelError``): a channel retries
+    it a bounded number of times, then sets it aside; the host keeps serving.
     """
 
 

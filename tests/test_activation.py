@@ -87,8 +87,8 @@ def test_all_ready_is_ok(gate: Callable[..., ConfigDir], plugin_registry: Plugin
     assert config.as_dict() == {
         "ok": True,
         "profiles": [
-            {"id": "one", "state": "ready", "errors": [], "missing": []},
-            {"id": "two", "state": "ready", "errors": [], "missing": []},
+            {"id": "one", "state": "ready", "errors": [], "missing": [], "warnings": []},
+            {"id": "two", "state": "ready", "errors": [], "missing": [], "warnings": []},
         ],
         "models": {"errors": []},
         "host": {"errors": []},
@@ -235,3 +235,60 @@ def test_a_direct_or_resident_name_no_declared_tool_has_is_reported(gate: Callab
         ("codemode.direct[0]", "no tool is named 'note_ad'; did you mean 'note_add'?"),
         ("toolsearch.resident[0]", "no tool is named 'jot'"),
     ]
+
+
+def test_what_the_declarations_cannot_show_is_a_warning(gate: Callable[..., ConfigDir]) -> None:
+    greeter = "greeter: {config: {greeting: hi}}"
+    config = gate(
+        {
+            "direct": f"model: default\nextends: {{notes: {{}}, {greeter}}}\ncodemode: {{direct: [note_ad, x]}}\n",
+            "two": f"model: default\nextends: {{{greeter}, sticky: {{}}}}\n",
+            "one": f"model: default\nextends: {{notes: {{}}, {greeter}}}\n",
+        }
+    )
+    assert states(config) == {"direct": "ready", "one": "ready", "two": "ready"}  # warnings never change a state
+    direct, two, one = config.profile("direct"), config.profile("two"), config.profile("one")
+    assert direct is not None
+    assert two is not None
+    assert one is not None
+    why = "extension 'greeter' declares no tool names (tool_names), so only a turn will tell"
+    assert [(w.path, w.message) for w in direct.warnings] == [
+        ("codemode.direct[0]", f"no declared tool is named 'note_ad'; did you mean 'note_add'?; {why}"),
+        ("codemode.direct[1]", f"no declared tool is named 'x'; {why}"),
+    ]
+    assert [(w.path, w.message) for w in two.warnings] == [
+        ("extends.greeter", "extension 'greeter' declares no tool names (tool_names), nor does 'sticky': a clash "
+         "among their tools shows only when a turn runs"),
+        ("extends.sticky", "extension 'sticky' declares no tool names (tool_names), nor does 'greeter': a clash "
+         "among their tools shows only when a turn runs"),
+    ]  # fmt: skip
+    assert one.warnings == ()  # one undeclared extension, no names to check: nothing the check could say
+    assert direct.as_dict()["warnings"][0]["path"] == "codemode.direct[0]"
+
+
+def test_a_profile_claiming_a_platform_whose_account_is_invalid_waits_with_the_reason(
+    write_config: WriteConfig, profile_files: ProfileFiles, echo_models: str, plugin_registry: PluginRegistry
+) -> None:
+    host = "channels:\n  testchat:\n    accounts:\n      - token: ${CHAT_TOKEN}\n"
+    root = write_config(
+        {
+            "models.yaml": echo_models,
+            "ishiki.yaml": host,
+            **profile_files("chat", "model: default\nchannels:\n  testchat:bot: ['*']\n"),
+            **profile_files("desk", CONSOLE),
+        }
+    )
+    config = load_config_dir(root, env={}, registry=plugin_registry)
+    assert states(config) == {"chat": "waiting", "desk": "ready"}
+    chat = config.profile("chat")
+    assert chat is not None
+    assert chat.missing == ("channels.testchat.accounts[0] (invalid in ishiki.yaml)",)
+    (reason,) = chat.errors
+    assert reason.describe() == (
+        f"{root}/ishiki.yaml:4: channels.testchat.accounts[0].token: environment variable CHAT_TOKEN is not set "
+        "(write ${CHAT_TOKEN:-default} to give a default)"
+    )
+    assert config.ready() == (config.profile("desk").profile,)  # type: ignore[union-attr]
+
+    fixed = load_config_dir(root, env={"CHAT_TOKEN": "t0k"}, registry=plugin_registry)
+    assert states(fixed) == {"chat": "ready", "desk": "ready"}

@@ -30,10 +30,10 @@ def test_check_ready_config_exits_0(
     root = write_config({"models.yaml": echo_models, **profile_files("p", CONSOLE)})
     code, report = check_json(run_ishiki, root)
     assert code == 0
-    assert set(report) == {"ok", "profiles", "models", "host", "plugins", "heartbeats"}
+    assert set(report) == {"ok", "profiles", "models", "host", "plugins", "heartbeats", "skills", "extensions"}
     assert report["heartbeats"] == {"file": str(root / "heartbeats.json"), "found": False, "beats": 0, "errors": []}
     assert report["ok"] is True
-    assert report["profiles"] == [{"id": "p", "state": "ready", "errors": [], "missing": []}]
+    assert report["profiles"] == [{"id": "p", "state": "ready", "errors": [], "missing": [], "warnings": []}]
     text = run_ishiki("check", str(root), plugins=True)
     assert text.returncode == 0
     assert "p  ready" in text.stdout

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from ishiki_host.config.host import HeartbeatSettings, HostConfig, SchedulerSettings, load_host_config
+from ishiki_host.config.host import (
+    AttachmentSettings,
+    HeartbeatSettings,
+    HostConfig,
+    SchedulerSettings,
+    load_host_config,
+)
 from ishiki_host.plugins.discovery import PluginRegistry
 
 
@@ -21,7 +27,7 @@ def test_absent_file_gives_the_defaults(tmp_path: Path) -> None:
     host, errors = load_host_config(tmp_path, {})
     assert errors == []
     assert host == HostConfig(data_dir=tmp_path / "data")
-    assert host.memory == {"limit": 20}
+    assert host.memory == {"limit": 20, "scope": "sender"}
 
 
 def test_schema_defaults_equal_dataclass_defaults(tmp_path: Path) -> None:
@@ -52,7 +58,7 @@ heartbeat: {catch_up_seconds: 10}
     )
     assert host.event_loop == "asyncio"
     assert host.scheduler == SchedulerSettings(0.5)
-    assert host.memory == {"limit": 5, "extra_for_memory_extension": True}
+    assert host.memory == {"limit": 5, "scope": "sender", "extra_for_memory_extension": True}
     assert host.heartbeat == HeartbeatSettings(10.0)
 
 
@@ -81,6 +87,26 @@ def test_an_event_loop_that_is_not_installed_or_unknown_is_an_error(
     assert [(e.line, e.path, e.message) for e in errors] == [
         (1, "event_loop", "must be one of 'auto', 'uvloop', 'asyncio'; got 'fast'"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("written", "retention"),
+    [("", "30d"), ("attachments: {retention: 12h}\n", "12h"), ("attachments: {retention: ' 7 d'}\n", "7 d"),
+     ("attachments: {retention: '3600'}\n", "3600"), ("attachments: {retention: off}\n", None)],
+)  # fmt: skip
+def test_attachment_retention_defaults_to_30_days_and_off_keeps_them(
+    tmp_path: Path, written: str, retention: str | None
+) -> None:
+    host, errors = load_host_config(write(tmp_path, written or "{}\n"), {})
+    assert errors == []
+    assert host.attachments == AttachmentSettings(retention)
+
+
+@pytest.mark.parametrize("bad", ["0", "0d", "soon", "5 years", "-1h"])
+def test_an_attachment_retention_that_is_not_a_positive_age_is_an_error(tmp_path: Path, bad: str) -> None:
+    host, errors = load_host_config(write(tmp_path, f"attachments: {{retention: '{bad}'}}\n"), {})
+    assert [(e.line, e.path) for e in errors] == [(1, "attachments.retention")]
+    assert host.attachments == AttachmentSettings("30d")  # the default, as for every invalid value
 
 
 def test_malformed_file_is_one_error(tmp_path: Path) -> None:
@@ -117,3 +143,27 @@ def test_secrets_are_not_repeated_in_errors(tmp_path: Path, plugin_registry: Plu
     assert [(e.path, e.message) for e in errors] == [
         ("channels.testchat.accounts[0].token", "expected a string, got integer")
     ]
+
+
+def test_an_account_with_an_unset_variable_is_listed_invalid_and_keeps_its_index(
+    tmp_path: Path, plugin_registry: PluginRegistry
+) -> None:
+    text = """\
+channels:
+  testchat:
+    accounts:
+      - token: ${CHAT_TOKEN_ONE}
+      - token: ${CHAT_TOKEN_TWO}
+      - token: fine
+"""
+    host, errors = load_host_config(write(tmp_path, text), {"CHAT_TOKEN_TWO": "t2"}, catalog=plugin_registry)
+    assert len(host.channels["testchat"]) == 3  # indices (and state directories) stay what the file says
+    assert list(host.invalid_accounts) == [("testchat", 0)]
+    (problem,) = host.invalid_accounts[("testchat", 0)]
+    assert problem in errors
+    assert (problem.file, problem.line, problem.path) == (
+        str(tmp_path / "ishiki.yaml"),
+        4,
+        "channels.testchat.accounts[0].token",
+    )
+    assert "environment variable CHAT_TOKEN_ONE is not set" in problem.message

@@ -105,7 +105,7 @@ codemode: {timeoutMs: 500, direct: [send_message]}
 toolsearch:
 typing: {enable: false}
 resources: {artifactThresholdChars: 100, maxAssetBytes: 0}
-trust: {owners: ["testchat:1"], trusted: ["testchat:2"], allow_unlisted: false}
+trust: {owners: ["testchat:1"], trusted: ["testchat:2"], allow_unlisted: false, commands: {clear: untrusted}}
 session: {summarizer: manual, compact_threshold: 0.5}
 reply_with_text: false
 max_steps: 3
@@ -124,7 +124,7 @@ max_steps: 3
     assert profile.toolsearch == ToolsearchConfig()
     assert profile.typing is None
     assert profile.resources == ResourcesConfig(100, 0)
-    assert profile.trust == TrustConfig(("testchat:1",), ("testchat:2",), False)
+    assert profile.trust == TrustConfig(("testchat:1",), ("testchat:2",), False, {"clear": "untrusted"})
     assert profile.session == SessionConfig("manual", 0.5)
     assert (profile.reply_with_text, profile.max_steps) == (False, 3)
     assert load("model: default\ntyping:\n").profile.typing == TypingConfig()  # type: ignore[union-attr]
@@ -270,3 +270,11 @@ def test_yaml_extension_is_accepted(write_config: WriteConfig) -> None:
 def test_binary_persona(load: Callable[..., ProfileLoad]) -> None:
     result = load("model: default\n", extra={"profiles/p/persona.md": b"\x00\x01\x02"})
     assert [e.message for e in result.errors] == ["binary file (contains NUL bytes), expected UTF-8 text"]
+
+
+def test_a_command_level_must_be_a_level_and_a_name_a_command_name(load: Callable[..., ProfileLoad]) -> None:
+    result = load("model: default\ntrust:\n  commands: {clear: admin, /compact: owner}\n")
+    found = messages(result)
+    assert result.profile is None
+    assert any(key == "trust.commands.clear" and "admin" in message for _, key, message in found), found
+    assert any("must be a command name without the slash" in message for _, _, message in found), found

@@ -7,7 +7,24 @@ contract. A connection talks back only through its ``ChannelHost``.
 
 Inbound: the connection shapes platform input into an ``IshikiEvent`` and awaits ``host.dispatch(event)``,
 which returns once the event is durable in the owning runtime's fact log (or known to have no owner). A channel
-that must confirm input to its platform (Telegram offsets) confirms only after that.
+that must confirm input to its platform (Telegram offsets) confirms only after that. The host makes the text
+storable itself (a lone UTF-16 surrogate becomes U+FFFD; ``ishiki_host.channels.inbound``). When ``dispatch``
+raises, the class of the error says whether retrying can help (``ishiki_host.errors.ChannelError``):
+``EventRejected`` never, ``ChannelUnavailable`` later, anything else maybe; a channel retries the last two with
+back-off, but a bounded number of times for the unknown kind, then sets the input aside (logged, counted) and
+confirms past it, so one poison input never holds back everything after it.
+
+Status: a connection may also have ``status() -> Mapping[str, Json]`` (optional, not part of the protocol):
+the host puts what it returns in ``Host.status()["channels"][<label>]["connection"]`` (the Telegram channel
+reports its offset and the updates it set aside). Two keys mean something to the host: ``setAside`` (an int,
+how many inputs were set aside) and ``lastSetAside`` (``{"updateId": ..., "why": str}``); while ``setAside``
+is above 0, ``/status`` in the connection's runtimes says so (``RuntimeView.channel_status``).
+
+Failures: a connection may also have ``show_failure(channel_id, reason) -> None`` (optional, not part of the
+protocol): the host calls it when a turn a person started in that channel failed, with the reason (the error's
+class and message, on one line). It is for the operator, never the chat: the console prints a dim line; a
+platform whose users are not the host's operator leaves it out, and its senders get only the profile's
+``failure_reply`` (``ishiki_host.runtime.apology``).
 
 Repeats: a message id names one message of its channel, and a channel never gives another message the same id
 (not after a restart either). A platform that sends input again until it is confirmed (a crash between

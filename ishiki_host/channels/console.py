@@ -9,10 +9,17 @@ With a terminal on stdin and stdout it is an interactive chat: a prompt with lin
 stdin is one message, delivered one at a time: the next line is read only once the turn the previous one
 started has finished, so a piped script behaves like a typed conversation. Blank lines are skipped.
 
-Output format without a terminal: stdout carries only what the persona sends, each message part written as
-its text followed by one newline (a part with line breaks spans several lines); logs go to stderr. At the
-end of input the console waits for pending turns (at most ``drain_seconds``) and asks the host to stop; it
-keeps printing what is sent until the host has stopped.
+Output format without a terminal: stdout carries only what is said in the chat (what the persona sends, and
+the host's notices: command replies, the apology for a failed turn), each message part written as its text
+followed by one newline (a part with line breaks spans several lines); logs go to stderr. Why a turn failed
+(``show_failure``, for the operator: the console's user sits at the host) is a dim line among the chat on a
+terminal, and a line on stderr otherwise (dim only when stderr is a terminal), so piped stdout stays the
+chat. At the end of input the console waits for pending turns (at most ``drain_seconds``) and asks the host
+to stop; it keeps printing what is sent until the host has stopped. Without a terminal, the host stops only
+when the console is its only channel: with other channels up (a headless bot under systemd or ``docker run``
+without ``-it``, whose stdin is empty from the start) the host answers ``False`` and the console finishes
+alone while the rest runs on. On a terminal, the end of input is the operator leaving (Ctrl-D at the prompt),
+and the host stops whatever else runs.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ SELF_ID = "local"
 CHANNEL_ID = "private:local"
 PROMPT = "› "
 _PART_LIMIT = 16_000
-_COLOR, _RESET = "\x1b[36m", "\x1b[0m"
+_COLOR, _DIM, _RESET = "\x1b[36m", "\x1b[2m", "\x1b[0m"
 _CONNECTIONS = itertools.count(1)
 
 
@@ -93,6 +100,7 @@ class ConsoleConnection:
         *,
         stdin: IO[str] | None = None,
         stdout: IO[str] | None = None,
+        stderr: IO[str] | None = None,
         interactive: bool | None = None,
         drain_seconds: float = 60.0,
         settle_seconds: float = 600.0,
@@ -101,6 +109,7 @@ class ConsoleConnection:
         self.host = host
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
         self.interactive = _is_tty(self.stdin) and _is_tty(self.stdout) if interactive is None else interactive
         self.drain_seconds = drain_seconds
         self.settle_seconds = settle_seconds
@@ -122,7 +131,7 @@ class ConsoleConnection:
         return SELF_ID
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Read the console until the end of input, then ask the host to stop."""
+        """Read the console until the end of input, then ask the host to stop (returns when it runs on)."""
         task_status.started()
         with self._terminal():
             last = await (self._chat() if self.interactive else self._pipe())
@@ -132,8 +141,9 @@ class ConsoleConnection:
         if scope.cancelled_caught:
             logger.warning("turns still running %.0f s after the end of input; stopping anyway", self.drain_seconds)
         stop = getattr(self.host, "request_stop", None)
-        if callable(stop):  # the Host's channel context has it; a bare ChannelHost keeps running
-            stop("end of console input")
+        # The Host's channel context has it; a bare ChannelHost keeps running. ``False``: other channels run on.
+        if callable(stop) and stop("end of console input", force=self.interactive) is False:
+            return
         await anyio.sleep_forever()  # still the console's output while the host stops (late replies print)
 
     async def _pipe(self) -> Delivery | None:
@@ -215,20 +225,29 @@ class ConsoleConnection:
             ids.append(f"out-{int(self.host.clock.now())}-{next(self._ids)}")
         return SendResult(tuple(ids))
 
-    def _print(self, text: str) -> None:
+    def show_failure(self, channel_id: str, reason: str) -> None:
+        """Say why a turn failed, for the operator: a dim line in the chat, or a line on stderr when piped."""
+        line = f"(the turn failed: {reason})"
+        if self.interactive:
+            self._print(line, _DIM)
+        else:
+            self._write((f"{_DIM}{line}{_RESET}" if _is_tty(self.stderr) else line) + "\n", self.stderr)
+
+    def _print(self, text: str, color: str = _COLOR) -> None:
         if not self.interactive:
             self._write(text + "\n")
             return
-        shown = f"{_COLOR}{text}{_RESET}\n"
+        shown = f"{color}{text}{_RESET}\n"
         if self._prompting:  # a message arriving while the user types: print above the prompt, then restore it
             self._write(f"\r\x1b[K{shown}{PROMPT}{_line_buffer()}")
         else:
             self._write(shown)
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, stream: IO[str] | None = None) -> None:
+        stream = stream or self.stdout
         try:
-            self.stdout.write(text)
-            self.stdout.flush()
+            stream.write(text)
+            stream.flush()
         except (OSError, ValueError) as exc:  # a closed pipe: nobody reads any more
             logger.debug("console output lost: %s", exc)
 

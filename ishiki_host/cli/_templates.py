@@ -122,6 +122,10 @@ session:
 
 # A model answer with text but no tool call is sent as the reply.
 reply_with_text: true
+
+# What the sender is told when a turn their message started fails, once until a turn succeeds again (the
+# reason goes to the log and the console, never into the chat). null: say nothing.
+failure_reply: "Sorry, something went wrong on my side; please try again in a moment."
 """
 
 PERSONA = """\

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ishiki_host.config.yamlio import load_yaml
 from ishiki_host.errors import ConfigError, HostConfigInvalid, IshikiError
 from ishiki_host.store.db import database_in_use, memory_db_files, memory_db_path
 
@@ -85,43 +84,25 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-# Minimal read of ``data_dir`` from ishiki.yaml: to be replaced by the host-config loader when it lands.
 def data_dir_of(config_dir: Path) -> Path:
-    """The data directory of a config directory (``data_dir`` in ishiki.yaml, default ``data``)."""
+    """The data directory of a config directory (``data_dir`` in ishiki.yaml, default ``data``).
+
+    ``ishiki.yaml`` is read by the hardened loader (size, encoding, nesting and alias limits), so a hostile
+    file is a ``HostConfigInvalid`` naming it, never a traceback.
+    """
     if not config_dir.is_dir():
         raise ConfigError("not a directory", file=str(config_dir))
     path = config_dir / HOST_CONFIG
     if not path.exists():
         return config_dir / "data"
-    try:
-        text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        raw = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HostConfigInvalid(f"cannot read: {exc}", file=str(path)) from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise HostConfigInvalid(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=str(path), line=line) from exc
-    if raw is None:
+    doc = load_yaml(path, str(path), HostConfigInvalid)
+    if doc.data is None:
         return config_dir / "data"
-    if not isinstance(raw, dict):
+    if not isinstance(doc.data, dict):
         raise HostConfigInvalid("must be a mapping of settings", file=str(path), line=1)
-    value = raw.get("data_dir", "data")
+    value = doc.data.get("data_dir", "data")
     if not isinstance(value, str) or not value.strip():
         raise HostConfigInvalid(
-            f"must be a directory path, got {value!r}",
-            file=str(path),
-            line=_key_line(node, "data_dir"),
-            path="data_dir",
+            f"must be a directory path, got {value!r}", file=str(path), line=doc.line(("data_dir",)), path="data_dir"
         )
     return config_dir / Path(value).expanduser()
-
-
-def _key_line(node: yaml.Node | None, key: str) -> int | None:
-    """The 1-based line of a top-level key, for error messages."""
-    if isinstance(node, yaml.MappingNode):
-        for key_node, _ in node.value:
-            if getattr(key_node, "value", None) == key:
-                return int(key_node.start_mark.line) + 1
-    return None

@@ -1,9 +1,17 @@
-"""``ishiki run [DIR]``: run a config directory until signalled (or, on a piped console, until its input ends).
+"""``ishiki run [DIR]``: run a config directory until signalled (or, when the console is its only channel, until
+piped console input ends; with other channels up only the console closes).
 
 Exit status: 0 after a normal stop (SIGINT, SIGTERM, the end of piped console input), 1 when no profile is
-ready (the reasons are printed) or the host could not start, 2 when DIR is not a config directory. Logs go
-to stderr at ``log_level`` of ishiki.yaml (``--log-level`` overrides it); stdout is the console channel's.
-SIGHUP reloads the config (so does ``ishiki reload DIR``); a second SIGINT or SIGTERM exits at once.
+ready (the reasons are printed) or the host could not start, 2 when DIR is not a config directory. Another
+host running on the same data directory is a failed start: one line naming its pid, exit 1, nothing touched.
+Logs go to stderr at ``log_level`` of ishiki.yaml (``--log-level`` overrides it); stdout is the console
+channel's.
+A run in which no model answers still stops with 0 (each sender was told the turn failed); the first time
+every member of a model has failed before any answered, stderr says once what to configure in models.yaml
+(the provider, its address, the key and the variables it reads: ``ishiki_host.cli._hints``).
+SIGHUP reloads the config (so does ``ishiki reload DIR``); a second SIGINT or SIGTERM exits at once. A SIGINT
+or SIGTERM before the host runs (while the config loads and plugins import, as a busy machine may take a while)
+is a clean stop too: exit 0, nothing started (``_EarlyStop``).
 """
 
 from __future__ import annotations
@@ -17,6 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from anyio.abc import TaskStatus
+
+    from ishiki_host.cli._hints import RawProvider
     from ishiki_host.host.host import Host
     from ishiki_host.plugins.configdir import ConfigDir
 
@@ -55,8 +68,30 @@ def setup_logging(level: str) -> None:
             logging.getLogger(name).setLevel(floor)
 
 
+class _EarlyStop:
+    """SIGINT and SIGTERM while the event loop's handlers are not up: before them (the config loads, plugins
+    import, the loop starts) and after them (the loop closes). The default actions would kill the host
+    mid-write (SIGTERM) or raise ``KeyboardInterrupt`` anywhere (SIGINT); this remembers the first, and a second
+    exits at once, as in a running host. ``_serve`` reads it once its own handlers are up."""
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if self.name is not None:
+            os._exit(130)
+        self.name = signal.Signals(signum).name
+
+    def install(self) -> None:
+        """Handle SIGINT and SIGTERM here (the loop's own receiver replaces this while it runs)."""
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``args.dir``; return the exit status."""
+    early = _EarlyStop()
+    early.install()  # first of all: a stop asked for while the config loads is a clean stop, not a kill
     from ishiki_host import eventloop
     from ishiki_host.errors import ConfigDirError
     from ishiki_host.plugins.configdir import load_config_dir
@@ -68,13 +103,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"ishiki run: {exc.message}", file=sys.stderr)
         return 2
     setup_logging(args.log_level or config.host.log_level)
+    if early.name is not None:
+        print(f"ishiki run: {early.name} before the host started; it stops without starting", file=sys.stderr)
+        return 0
     if not config.ready():
         _explain_not_ready(config)
         return 1
+    from ishiki_host.cli._hints import raw_providers
+
     try:
-        return eventloop.run(_serve, root, config, loop=config.host.event_loop)
+        return eventloop.run(_serve, root, config, raw_providers(root), early, loop=config.host.event_loop)
     except KeyboardInterrupt:
         return 130
+    finally:
+        early.install()  # the loop's handlers are gone: a signal while the process exits changes nothing
 
 
 def _explain_not_ready(config: ConfigDir) -> None:
@@ -85,19 +127,29 @@ def _explain_not_ready(config: ConfigDir) -> None:
         print(f"  {line}", file=sys.stderr)
 
 
-async def _serve(root: Path, config: ConfigDir) -> int:
+async def _serve(root: Path, config: ConfigDir, raw: Mapping[str, RawProvider], early: _EarlyStop) -> int:
     import anyio
 
+    from ishiki_host.cli._hints import ModelHint
+    from ishiki_host.errors import ConfigDirLocked
     from ishiki_host.eventloop import running_loop
     from ishiki_host.host.host import Host
 
-    logging.getLogger("ishiki_host.cli").info("event loop: %s", running_loop())
-    host = Host(root, config=config)
+    host = Host(root, config=config, model_listeners=[ModelHint(lambda: host.gateways.gateway, raw)])
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_signals, host)
+        await tg.start(_signals, host)  # the receiver is up before anything of the host starts
+        if early.name is not None:  # it came while the loop was starting
+            logging.getLogger("ishiki_host.cli").info("%s before the host started; it stops", early.name)
+            tg.cancel_scope.cancel()
+            return 0
         try:
             async with host:
+                logging.getLogger("ishiki_host.cli").info("event loop: %s", running_loop())
                 await host.wait_stop_requested()
+        except ConfigDirLocked as exc:
+            print(f"ishiki run: {root}: {exc} (lock {exc.path}); stop it first", file=sys.stderr)
+            tg.cancel_scope.cancel()
+            return 1
         except Exception:
             logging.getLogger("ishiki_host.cli").exception("the host failed")
             tg.cancel_scope.cancel()
@@ -106,12 +158,13 @@ async def _serve(root: Path, config: ConfigDir) -> int:
     return 0
 
 
-async def _signals(host: Host) -> None:
+async def _signals(host: Host, *, task_status: TaskStatus[None]) -> None:
     import anyio
 
     log = logging.getLogger("ishiki_host.cli")
     stops = 0
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as received:
+        task_status.started()
         async for signum in received:
             if signum == signal.SIGHUP:
                 log.info("SIGHUP: reloading the config")

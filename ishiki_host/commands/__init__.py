@@ -1,5 +1,5 @@
 """The host's own slash commands (``builtin_commands()``): ``/help``, ``/whoami``, ``/status``, ``/clear``
-(``/reset``), ``/compact``, ``/memory``, ``/memories``, ``/tools``, ``/extensions``.
+(``/reset``), ``/compact``, ``/memory``, ``/memories``, ``/tools``, ``/extensions``, ``/channels``.
 
 They are written against the same contract as an extension's commands (``ishiki_host.plugins.commands``:
 ``Command``, ``CommandContext``); the runtime registers them first in every runtime's table (source
@@ -8,11 +8,12 @@ They are written against the same contract as an extension's commands (``ishiki_
 
 from ishiki_host.commands.info import help_command, render_help, status_command, whoami_command
 from ishiki_host.commands.session import clear_command, compact_command, memories_command, memory_command
-from ishiki_host.commands.switches import extensions_command, tools_command
+from ishiki_host.commands.switches import channels_command, extensions_command, tools_command
 from ishiki_host.plugins.commands import Command
 
 __all__ = [
     "builtin_commands",
+    "channels_command",
     "clear_command",
     "compact_command",
     "extensions_command",
@@ -32,8 +33,20 @@ def builtin_commands() -> tuple[Command, ...]:
         Command("help", help_command, "Show the commands, or one command in full.", "[command]"),
         Command("whoami", whoami_command, "Show your id, your trust level and this channel."),
         Command("status", status_command, "Show the profile, model, summarizer and session size."),
-        Command("clear", clear_command, "Start a fresh session; nothing is carried over.", aliases=("reset",)),
-        Command("compact", compact_command, "Summarize this session into memory and continue from the summary."),
+        # The whole chat shares the session: clearing or compacting it is not any group member's call.
+        Command(
+            "clear",
+            clear_command,
+            "Start a fresh session; nothing is carried over.",
+            aliases=("reset",),
+            trust="trusted",
+        ),
+        Command(
+            "compact",
+            compact_command,
+            "Summarize this session into memory and continue from the summary.",
+            trust="trusted",
+        ),
         Command("memory", memory_command, "Show the summary carried into this session."),
         Command("memories", memories_command, "List the newest long-term memories.", "[type] [count]", trust="trusted"),
         Command("tools", tools_command, "List the tools, or switch one.", "[enable|disable NAME]", trust="trusted"),
@@ -42,6 +55,13 @@ def builtin_commands() -> tuple[Command, ...]:
             extensions_command,
             "List the extensions, or switch one.",
             "[enable|disable NAME]",
+            trust="trusted",
+        ),
+        Command(
+            "channels",
+            channels_command,
+            "List this profile's channels, or switch one.",
+            "[enable|disable NAME|here]",
             trust="trusted",
         ),
     )

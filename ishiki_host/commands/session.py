@@ -6,7 +6,7 @@ import datetime as dt
 from typing import TYPE_CHECKING
 
 from ishiki_host.errors import CommandError
-from ishiki_host.store.repos.memory_types import MAX_LIST, MEMORY_TYPES
+from ishiki_host.store.repos.memory_types import MAX_LIST, MEMORY_TYPES, MemoryScope
 
 if TYPE_CHECKING:
     from ishiki_host.plugins.commands import CommandContext
@@ -40,11 +40,14 @@ async def compact_command(ctx: CommandContext, args: str) -> str:
 
 
 async def memory_command(ctx: CommandContext, args: str) -> str:
-    """``/memory``: the summary carried into this session."""
-    summary = await ctx.runtime.sessions.carried_summary()
-    if summary is None:
+    """``/memory``: the summary carried into this session, when the asker's level may read it."""
+    carried = await ctx.runtime.sessions.carried_summary()
+    if carried is None:
         return "No summary is carried into this session."
-    return f"Summary carried into this session:\n{summary}"
+    if not carried.readable_at(ctx.trust):
+        who = "the owner" if carried.readers == "owner" else "trusted people"
+        return f"A summary is carried into this session, but it covers what only {who} may read; it is not shown here."
+    return f"Summary carried into this session:\n{carried.text}"
 
 
 def parse_memories_args(args: str) -> tuple[MemoryType | None, int, bool]:
@@ -72,13 +75,16 @@ def _render(memory: Memory) -> str:
 
 
 async def memories_command(ctx: CommandContext, args: str) -> str:
-    """``/memories [type] [count]``: the newest memories readable at the sender's level."""
+    """``/memories [type] [count]``: the newest memories readable at the sender's level, within the host's
+    ``memory.scope`` for this chat and this sender."""
     store = ctx.runtime.services.memory
     if store is None:
         return "Long-term memory is not available on this host."
     kind, count, clamped = parse_memories_args(args)
+    runtime = ctx.runtime
+    scope = MemoryScope(runtime.services.memory_scope, str(runtime.key), (ctx.channel,), (ctx.sender,))
     found = await store.memories.latest(
-        ctx.runtime.profile.id, trust=ctx.trust, types=[kind] if kind else None, count=count
+        runtime.profile.id, trust=ctx.trust, types=[kind] if kind else None, count=count, scope=scope
     )
     if not found:
         return f"No {kind} memories yet." if kind else "No memories yet."

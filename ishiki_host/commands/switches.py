@@ -1,8 +1,13 @@
-"""``/tools`` and ``/extensions``: per-profile on/off switches in ``plugin_settings``, read live.
+"""``/tools``, ``/extensions`` and ``/channels``: per-profile on/off switches in ``plugin_settings``, read live.
 
 A switch written here applies from the next turn without a restart, because the runtime filters every turn's
 tools and extensions through them (``ishiki_host.runtime.switches``, one query each). The kernel tools a
 reply needs (``OPEN_TOOLS``) cannot be switched off: a persona that cannot send cannot answer.
+
+``/channels`` switches the profile's channel accounts (the ``platform:selfId`` keys of its ``channels``
+section; ``here`` is the one the command came from). The command layer reads the switch for every inbound
+event, so it applies from the next message: on an account switched off, the profile neither answers nor stores
+anything, and only ``/channels`` (from a trusted sender) is answered there, to switch it back on.
 """
 
 from __future__ import annotations
@@ -17,15 +22,15 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.commands import CommandContext
     from ishiki_host.store.repos.plugin_settings import PluginKind
 
-__all__ = ["extensions_command", "tools_command"]
+__all__ = ["channels_command", "extensions_command", "tools_command"]
 
 
-def _parse(args: str, what: str) -> tuple[str, str] | None:
+def _parse(args: str, what: str, name: str = "NAME") -> tuple[str, str] | None:
     words = args.split()
     if not words:
         return None
     if len(words) != 2 or words[0].lower() not in ("enable", "disable"):
-        raise CommandError(f"Say /{what} enable NAME or /{what} disable NAME.")
+        raise CommandError(f"Say /{what} enable {name} or /{what} disable {name}.")
     return words[0].lower(), words[1]
 
 
@@ -61,7 +66,7 @@ async def tools_command(ctx: CommandContext, args: str) -> str:
         notes |= {n: " (kernel, always on)" for n in names if n in OPEN_TOOLS}
         return _listing("tools", names, {**switches, **dict.fromkeys(OPEN_TOOLS, True)}, notes)
     action, name = parsed
-    match = next((n for n in names if n == name), None) or next((n for n in names if n.lower() == name.lower()), None)
+    match = _find(names, name)
     if match is None:
         raise CommandError(f"No tool {name!r} here; /tools lists them.")
     if match in OPEN_TOOLS:
@@ -82,3 +87,33 @@ async def extensions_command(ctx: CommandContext, args: str) -> str:
     if match is None:
         raise CommandError(f"No extension {name!r} in this profile; /extensions lists them.")
     return await _switch(ctx, "extension", match, action)
+
+
+async def channels_command(ctx: CommandContext, args: str) -> str:
+    """``/channels`` lists the profile's channel accounts; ``/channels enable|disable NAME|here`` switches one."""
+    names = sorted(ctx.runtime.profile.claims.by_sid)
+    here = ctx.channel.partition(" ")[0]
+    parsed = _parse(args, "channels", "NAME|here")
+    if parsed is None:
+        store = ctx.runtime.services.memory
+        switches = await store.plugin_settings.effective("channel", profile=ctx.runtime.profile.id) if store else {}
+        return _listing("channels", names, switches, {here: " (here)"})
+    action, name = parsed
+    match = _find(names, here if name.lower() == "here" else name)
+    if match is None:
+        raise CommandError(f"No channel {name!r} in this profile; /channels lists them.")
+    await _switch(ctx, "channel", match, action)
+    profile = ctx.runtime.profile.id
+    if action == "enable":
+        return f"Turned channel {match} on for {profile}; it answers there from the next message."
+    return (
+        f"Turned channel {match} off for {profile}: from the next message it neither answers nor keeps what is "
+        f"said there. /channels enable {match} (trusted) turns it back on."
+    )
+
+
+def _find(names: Sequence[str], wanted: str) -> str | None:
+    """The name ``wanted`` spells exactly, else the one it spells in another case."""
+    return next((n for n in names if n == wanted), None) or next(
+        (n for n in names if n.lower() == wanted.lower()), None
+    )

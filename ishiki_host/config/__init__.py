@@ -5,7 +5,13 @@ of installed services. ``ishiki_host.plugins.load_config_dir`` puts everything t
 """
 
 from ishiki_host.config.claims import ClaimIndex, Claims, ClaimSet, Pattern, compile_claims, overlaps
-from ishiki_host.config.host import HeartbeatSettings, HostConfig, SchedulerSettings, load_host_config
+from ishiki_host.config.host import (
+    AttachmentSettings,
+    HeartbeatSettings,
+    HostConfig,
+    SchedulerSettings,
+    load_host_config,
+)
 from ishiki_host.config.models import CircuitBreakerConfig, GroupConfig, ModelsConfig, ModelSpec, ProviderConfig
 from ishiki_host.config.models_loader import load_models
 from ishiki_host.config.profile import ProfileLoad, load_profile
@@ -24,6 +30,7 @@ from ishiki_host.config.profile_types import (
 from ishiki_host.config.services import ServiceCatalog, ServiceSpec
 
 __all__ = [
+    "AttachmentSettings",
     "CircuitBreakerConfig",
     "ClaimIndex",
     "ClaimSet",

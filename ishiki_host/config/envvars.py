@@ -10,9 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["expand_vars"]
+__all__ = ["expand_vars", "variables"]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{(?:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\})?")
+
+
+def variables(text: str) -> list[str]:
+    """The names of the variables ``text`` refers to, in order, each once (``$${`` refers to none)."""
+    names = [match.group(1) for match in _TOKEN.finditer(text) if match.group(1)]
+    return list(dict.fromkeys(names))
 
 
 def expand_vars(text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:

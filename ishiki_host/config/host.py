@@ -2,10 +2,16 @@
 
 The file is optional: without it every default applies. String values get ``${VAR}`` expansion (tokens live
 in the environment). Channel accounts are checked against the channel's own schema when it is installed.
+
+An account with an error (a ``${VAR}`` that is not set, a value its schema refuses) is kept in ``channels``, so
+the index of every account (and with it its state directory) stays what the file says, and listed in
+``invalid_accounts`` with its errors: such an account is never started, and the profiles claiming its
+platform wait for it (``ishiki_host.plugins.activation``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +27,7 @@ from ishiki_host.eventloop import EventLoop, uvloop_installed
 
 __all__ = [
     "HOST_FILE",
+    "AttachmentSettings",
     "HeartbeatSettings",
     "HostConfig",
     "SchedulerSettings",
@@ -49,11 +56,20 @@ class HeartbeatSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AttachmentSettings:
+    """Captured attachments are deleted ``retention`` after their capture (the text of the clean-up beat, e.g.
+    ``30d``); ``None`` keeps them forever (``retention: off``)."""
+
+    retention: str | None = "30d"
+
+
+@dataclass(frozen=True, slots=True)
 class HostConfig:
     """All of ``ishiki.yaml`` with defaults applied. ``data_dir`` is resolved against the config directory.
 
     ``channels`` maps a platform to its account entries (each validated by the channel's schema, with its
-    defaults, when the channel is installed). ``memory`` is the memory extension's open settings block.
+    defaults, when the channel is installed); ``invalid_accounts`` holds the errors of each account that has
+    some, by ``(platform, index)``. ``memory`` is the memory extension's open settings block.
     """
 
     data_dir: Path
@@ -66,9 +82,11 @@ class HostConfig:
     event_loop: EventLoop = "auto"
     channels: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
-    memory: Mapping[str, Any] = field(default_factory=lambda: {"limit": 20})
+    memory: Mapping[str, Any] = field(default_factory=lambda: {"limit": 20, "scope": "sender"})
     heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
+    attachments: AttachmentSettings = field(default_factory=AttachmentSettings)
     file: str | None = None
+    invalid_accounts: Mapping[tuple[str, int], tuple[ConfigError, ...]] = field(default_factory=dict, compare=False)
 
 
 def load_host_config(
@@ -98,6 +116,7 @@ def host_from_document(
     if not isinstance(data, dict):
         errors.append(HostConfigInvalid("expected a mapping of settings", file=doc.file, line=doc.line(())))
         data = {}
+    data = _bare_off(data)
     found = schema_errors(compiled(load_schema("host")), data, doc, HostConfigInvalid)
     errors.extend(found)
     bad_top = {e.path.split(".", 1)[0].split("[", 1)[0] for e in found}
@@ -109,7 +128,30 @@ def host_from_document(
     channels, problems = _channels(doc, data["channels"], catalog)
     errors.extend(problems)
     errors.sort(key=lambda e: (e.line or 0, e.path))
-    return _build(config_dir, data, doc.file, channels), errors
+    built = _build(config_dir, data, doc.file, channels)
+    return dataclasses.replace(built, invalid_accounts=_invalid_accounts(channels, errors)), errors
+
+
+def _invalid_accounts(
+    channels: Mapping[str, tuple[Mapping[str, Any], ...]], errors: list[ConfigError]
+) -> dict[tuple[str, int], tuple[ConfigError, ...]]:
+    """The errors of each channel account that has some, by ``(platform, index)``."""
+    invalid: dict[tuple[str, int], tuple[ConfigError, ...]] = {}
+    for platform, accounts in channels.items():
+        for index in range(len(accounts)):
+            where = format_path(("channels", platform, "accounts", index))
+            found = tuple(e for e in errors if e.path == where or e.path.startswith((f"{where}.", f"{where}[")))
+            if found:
+                invalid[(platform, index)] = found
+    return invalid
+
+
+def _bare_off(data: dict[str, Any]) -> dict[str, Any]:
+    """``attachments.retention: off`` as written: YAML reads a bare ``off`` as false."""
+    block = data.get("attachments")
+    if isinstance(block, dict) and block.get("retention") is False:
+        return {**data, "attachments": {**block, "retention": "off"}}
+    return data
 
 
 def _timezone_problems(doc: YamlDocument, data: Mapping[str, Any]) -> list[ConfigError]:
@@ -176,5 +218,11 @@ def _build(
         scheduler=SchedulerSettings(float(data["scheduler"]["interactive_grace_seconds"])),
         memory=dict(data["memory"]),
         heartbeat=HeartbeatSettings(float(data["heartbeat"]["catch_up_seconds"]), data["heartbeat"].get("model")),
+        attachments=_attachments(data["attachments"]),
         file=file,
     )
+
+
+def _attachments(block: Mapping[str, Any]) -> AttachmentSettings:
+    retention = str(block["retention"]).strip()
+    return AttachmentSettings(None if retention == "off" else retention)

@@ -264,10 +264,13 @@ def _build(
         toolsearch=ToolsearchConfig(toolsearch["maxResults"], tuple(toolsearch["resident"])) if toolsearch else None,
         typing=TypingConfig(float(typing["charsPerSecond"]), typing["maxDelayMs"]) if typing else None,
         resources=ResourcesConfig(resources["artifactThresholdChars"], resources["maxAssetBytes"]),
-        trust=TrustConfig(tuple(trust["owners"]), tuple(trust["trusted"]), trust["allow_unlisted"]),
+        trust=TrustConfig(
+            tuple(trust["owners"]), tuple(trust["trusted"]), trust["allow_unlisted"], dict(trust["commands"])
+        ),
         session=SessionConfig(session["summarizer"], float(session["compact_threshold"])),
         reply_with_text=data["reply_with_text"],
         max_steps=data["max_steps"],
+        failure_reply=data["failure_reply"] if (data["failure_reply"] or "").strip() else None,
         document=data,
     )
 

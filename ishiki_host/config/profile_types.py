@@ -113,11 +113,13 @@ class ResourcesConfig:
 
 @dataclass(frozen=True, slots=True)
 class TrustConfig:
-    """Owners and trusted senders as ``platform:userId``; whether unlisted senders are served."""
+    """Owners and trusted senders as ``platform:userId``; whether unlisted senders are served; ``commands``:
+    the level a command needs here, by command name, where it differs from the command's own."""
 
     owners: tuple[str, ...] = ()
     trusted: tuple[str, ...] = ()
     allow_unlisted: bool = True
+    commands: Mapping[str, Literal["untrusted", "trusted", "owner"]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +158,7 @@ class Profile:
     session: SessionConfig = field(default_factory=SessionConfig)
     reply_with_text: bool = True
     max_steps: int = 20
+    failure_reply: str | None = "Sorry, something went wrong on my side; please try again in a moment."
     document: Mapping[str, Json] = field(default_factory=dict)
 
     @property

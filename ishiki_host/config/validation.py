@@ -155,6 +155,8 @@ def _message(err: ValidationError, path: tuple[Key, ...]) -> str:
         return "must not be empty" if expected == 1 else f"must have at least {expected} items"
     if kind == "minLength":
         return "must not be empty" if expected == 1 else f"must be at least {expected} characters long"
+    if kind == "maxLength" and isinstance(instance, str):
+        return f"must be at most {expected} characters long; got {len(instance)}"
     if kind == "minProperties":
         return "must not be empty"
     if kind == "pattern":

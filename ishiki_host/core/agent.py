@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import anyio
@@ -41,11 +41,15 @@ if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
     from ishiki_host.core.turns import ToolCallRecord
 
-__all__ = ["Agent", "IfBusy"]
+__all__ = ["Agent", "BeforeTurn", "IfBusy"]
 
 logger = logging.getLogger(__name__)
 
 IfBusy = Literal["join", "defer", "reject"]
+BeforeTurn = Callable[[], Awaitable[object]]
+"""Work the owner does before each turn starts, while none runs (the runtime compacts a session over its
+threshold there). ``wait_idle`` counts the agent as idle meanwhile; ``stop`` cancels it; an exception is
+logged and the turn runs anyway."""
 _ROLES = ("system", "user", "assistant", "tool")
 _BLANK_PROMPT = "Continue."
 
@@ -74,6 +78,7 @@ class Agent:
         max_steps: int = 20,
         tool_timeout: float | None = 300.0,
         shutdown_grace: float = 10.0,
+        before_turn: BeforeTurn | None = None,
     ):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1; got {max_steps}")
@@ -101,6 +106,8 @@ class Agent:
         )
         self._queue: deque[_Request] = deque()
         self._current: Running | None = None
+        self._before_turn = before_turn
+        self._preparing: anyio.CancelScope | None = None
         self._state: Literal["new", "starting", "ready", "stopping", "stopped"] = "new"
         self._stop_reason = "shutdown"
         self._ready = anyio.Event()
@@ -257,7 +264,7 @@ class Agent:
     async def wait_idle(self) -> None:
         """Return once no turn runs, none is queued and no sent entry waits (wrap it in a deadline)."""
         while self._state not in ("new", "stopped") and (
-            self._current or self._queue or self._inbox.held or self._inbox.deferred
+            self._current or (self._queue and self._preparing is None) or self._inbox.held or self._inbox.deferred
         ):
             await self._changed.wait()
 
@@ -275,6 +282,8 @@ class Agent:
             self._state = "stopping"
             self._stop_reason = reason
             self._abort(reason, resume=True)
+            if self._preparing is not None:
+                self._preparing.cancel()
             self._notify()
         await self._stopped.wait()
 
@@ -314,9 +323,27 @@ class Agent:
     async def _run_next(self) -> None:
         # A method of its own so the turn is not a local of the loop: an idle agent would keep its last turn
         # (every step's request: the whole context window, the tool specs, the results) until the next one.
+        if self._before_turn is not None:
+            await self._prepare(self._before_turn)
+            if self._state != "ready" or not self._queue:
+                return  # stopped meanwhile: the queued turns are dropped by the shut-down
         request = self._queue.popleft()
         turn = Turn(request.handle.number, request.handle.priority, request.prompt, request.triggers)
         await self._runner.run(Running(turn, request.handle))
+
+    async def _prepare(self, before_turn: BeforeTurn) -> None:
+        """Run ``before_turn`` with the next turn still queued (requests may still merge into it)."""
+        number = self._queue[0].handle.number
+        scope = self._preparing = anyio.CancelScope()
+        self._notify()  # wait_idle counts the agent idle while it prepares
+        try:
+            with scope:
+                await before_turn()
+        except Exception:
+            logger.exception("the work before turn %s failed; the turn runs anyway", number)
+        finally:
+            self._preparing = None
+            self._notify()
 
     def _shut_down(self) -> None:
         self._state = "stopped"

@@ -11,6 +11,9 @@ serialized and durable per the fsync policy:
   after each step's batch and at the turn's end;
 - ``never``: the OS decides (a process crash loses nothing, a power loss may).
 
+Text that UTF-8 cannot encode (a lone surrogate) is stored with U+FFFD in its place
+(``ishiki_host.core.text``): an append never fails on what a message says.
+
 Reads go backwards from the end in blocks and start from a small cache of recent entries, so reading the
 last N entries costs O(N), never O(file). A bad line in the middle is skipped with a warning. The format is
 documented in ``docs/factlog.md``.
@@ -32,6 +35,7 @@ import anyio
 from ishiki_host.core import _logfile
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.core.entries import Entry
+from ishiki_host.core.text import clean_text
 from ishiki_host.errors import FactLogError
 from ishiki_host.jsontypes import Json
 
@@ -234,8 +238,13 @@ class FactLog:
         lines: list[bytes] = []
         for index, (type_, data) in enumerate(items):
             line = Entry(self._last_id + 1 + index, type_, ts, data, turn).to_json()
+            try:
+                encoded = line.encode()
+            except UnicodeEncodeError:  # a lone surrogate: stored as U+FFFD rather than failing the append
+                line = clean_text(line)
+                encoded = line.encode()
             entries.append(Entry.from_json(line))
-            lines.append(line.encode() + b"\n")
+            lines.append(encoded + b"\n")
         return entries, lines
 
     def _write(self, payload: bytes) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ishiki_host.core.hooks import Stop
+from ishiki_host.core.levels import CONTENT_TRUST
 from ishiki_host.core.messages import Message, ToolCall
 from ishiki_host.core.model import ModelRequest, Usage
 from ishiki_host.core.tools import trust_allows
@@ -197,11 +198,13 @@ class TurnRunner:
         assert step.result is not None
         await self._log.sync(upto=running.floor)
         result, number = step.result, step.turn.number
+        level = step.turn.trust
         data = {
             **result.message().to_dict(),
             "usage": result.usage.to_dict(),
             "model": result.model or self._model.name,
             "finish_reason": result.finish_reason,
+            CONTENT_TRUST: level,
         }
         with anyio.CancelScope(shield=True):
             assistant = await self._log.append("message", data, turn=number)
@@ -211,6 +214,7 @@ class TurnRunner:
         for call in result.tool_calls:
             record = await self._caller.call(call, step)
             content = Message.tool(call, record.result.content, is_error=record.result.is_error).to_dict()
+            content[CONTENT_TRUST] = step.turn.trust  # the level may have dropped while the tool ran
             with anyio.CancelScope(shield=True):
                 entry = await self._log.append("message", content, turn=number)
                 running.pending_calls.pop(0)

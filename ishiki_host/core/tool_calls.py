@@ -110,7 +110,7 @@ class ToolCaller:
 
     async def _run(self, tool: Tool, call: ToolCall, step: Step) -> ToolCallRecord:
         await self._bus.emit("tool.start", call=call, step=step)
-        context = CallContext(call=call, turn=step.turn.number, step=step.index)
+        context = CallContext(call=call, turn=step.turn.number, step=step.index, trust=step.turn.trust)
         try:
             value = await run_with_deadline(
                 self._clock, self._tool_timeout, lambda: tool.handler(dict(call.arguments), context)

@@ -50,6 +50,11 @@ class ToolContext(Protocol):
         """The turn number, when inside a turn."""
         ...
 
+    @property
+    def trust(self) -> TrustLevel:
+        """The trust level of the turn making the call (what work it schedules may run at, at most)."""
+        ...
+
 
 ToolHandler = Callable[[Mapping[str, Json], ToolContext], Awaitable[Json]]
 

@@ -68,6 +68,12 @@ class Turn:
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
 
+    @property
+    def trust(self) -> TrustLevel:
+        """The turn's trust level now (its setup's, which a message joining the turn may lower; ``owner``
+        before the setup, as an agent without one runs)."""
+        return self.setup.trust if self.setup is not None else "owner"
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallRecord:
@@ -110,11 +116,16 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class CallContext:
-    """The ``ToolContext`` the agent passes to tool handlers."""
+    """The ``ToolContext`` the agent passes to tool handlers.
+
+    ``trust`` is the level of the turn making the call when it was made (a context made by hand, as in a
+    test, says ``owner``): what a tool that schedules work for later records, so that work never runs above it.
+    """
 
     call: ToolCall
     turn: int | None
     step: int
+    trust: TrustLevel = "owner"
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,18 @@ errors are classified here, at the boundary, and nowhere else.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import AsyncIterator
-from typing import ClassVar, Protocol
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import httpx
 
 from ishiki_host.config.models import ModelSpec, ProviderConfig
 from ishiki_host.config.services import Plugin
 from ishiki_host.core.model import ModelRequest, ModelResult, StreamEvent
+
+if TYPE_CHECKING:
+    from ishiki_host.errors import ConfigError
 
 __all__ = ["ModelAPI", "ProviderClient"]
 
@@ -52,3 +56,11 @@ class ModelAPI(Plugin):
     @abstractmethod
     def create(self, provider: ProviderConfig, http: httpx.AsyncClient) -> ProviderClient:
         """Make the client for one provider."""
+
+    def check(self, provider: ProviderConfig, config_dir: Path) -> Sequence[ConfigError]:
+        """The problems ``create`` would raise for ``provider``, found without connecting (none by default).
+
+        ``ishiki check`` calls it for each provider of ``models.yaml`` that uses this API; relative paths in
+        the provider's options are relative to ``config_dir``. Only read files here.
+        """
+        return ()

@@ -5,11 +5,12 @@
 - ``beatfile`` / ``sync``: ``heartbeats.json`` and its seeding into the heartbeat table
 - ``scheduler``: one timer for the earliest due beat; runs recorded; catch-up; no overlap
 - ``prompts``: the wake prompt of a reminder or a task
-- ``janitor``: the native ``__clear_images__`` beat
+- ``janitor``: the native ``__clear_images__`` beat, and the one the host seeds from ``attachments.retention``
 - ``tools`` / ``tool_args`` / ``render``: the beat tools and the ``/beats`` listing
 - ``runner``: the host's ``BeatRunner`` (a target's runtime is woken; no target: a background model call)
 - ``targets``: whether a beat may speak at a target (the named profile is ready and claims the chat)
 - ``service``: ``HeartbeatService``, the one scheduler and ``heartbeats.json`` watcher of a host
+- ``reminders``: ``BeatReminders``, the host's ``Reminders``: one-time reminder beats other plugins ask for
 - ``extension``: ``ishiki.ext.heartbeat``, the beat tools and ``/beats`` in every runtime (on by default)
 
 The storage is ``MemoryStore.heartbeats`` (``ishiki_host.memory``). Constants live beside what they name:
@@ -20,8 +21,9 @@ The storage is ``MemoryStore.heartbeats`` (``ishiki_host.memory``). Constants li
 from ishiki_host.heartbeat.beatfile import BeatFile, TargetValidator, parse_beat_file
 from ishiki_host.heartbeat.cron import CronExpr, parse_cron, zone
 from ishiki_host.heartbeat.extension import HeartbeatExtension, HeartbeatInstance
-from ishiki_host.heartbeat.janitor import ClearReport, clear_images
+from ishiki_host.heartbeat.janitor import ClearReport, clear_images, clear_images_beat
 from ishiki_host.heartbeat.prompts import prompt_for
+from ishiki_host.heartbeat.reminders import BeatReminders, one_time_cron
 from ishiki_host.heartbeat.render import describe_beat, format_time, render_beats
 from ishiki_host.heartbeat.rules import BeatRules, check_beat, next_run_for, parse_duration
 from ishiki_host.heartbeat.runner import BeatRuntimes, RuntimeBeatRunner, is_beat_turn
@@ -34,6 +36,7 @@ from ishiki_host.heartbeat.tools import Poker, TargetSource, make_beat_tools, vi
 __all__ = [
     "BeatFile",
     "BeatFileWatcher",
+    "BeatReminders",
     "BeatRules",
     "BeatRunner",
     "BeatRuntimes",
@@ -51,12 +54,14 @@ __all__ = [
     "TargetValidator",
     "check_beat",
     "clear_images",
+    "clear_images_beat",
     "describe_beat",
     "format_time",
     "heartbeats_on",
     "is_beat_turn",
     "make_beat_tools",
     "next_run_for",
+    "one_time_cron",
     "parse_beat_file",
     "parse_cron",
     "parse_duration",

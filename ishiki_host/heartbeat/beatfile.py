@@ -4,18 +4,25 @@ The file is a JSON array of objects::
 
     [{"id": "stretch", "text": "Stand up and stretch", "cron": "0 10-18/2 * * 1-5", "type": "reminder",
       "timezone": "Europe/Berlin", "target": {"profile": "alice", "sid": "telegram:1", "channel": "private:9"},
-      "recurring": true}]
+      "recurring": true, "trust": "trusted"}]
 
-``id``, ``text``, ``cron`` and ``type`` are required (``type`` may be left out for ``__clear_images__``). Each
+``id``, ``text``, ``cron`` and ``type`` are required (``type`` may be left out for ``__clear_images__``).
+``trust`` is the operator's ceiling for the beat's turns (``owner``, ``trusted``, ``untrusted``): they run at
+the lower of it and the level of the runtime the beat wakes; left out, at the runtime's level. Each
 entry is checked on its own: a bad one is reported (naming the file, its index and its id) and skipped, and the
 beat stored under its id, if any, is kept as it was; the others still load. A file that is not a JSON array
 changes nothing. A missing file changes nothing either (write ``[]`` to remove every managed beat).
+
+The file is read by the host's hardened JSON loader (``ishiki_host.config.jsonio``): a file over 1 MiB, not
+UTF-8, nested deeper than 64 levels or holding an integer of more than 100 digits is one ``HeartbeatInvalid``
+naming the file and line, like any other file that is not a JSON array. A key written twice in an entry makes
+that entry bad.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,11 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ishiki_host.config.jsonio import parse_json
+from ishiki_host.config.yamlio import read_text
+from ishiki_host.core.tools import TRUST_ORDER
 from ishiki_host.errors import HeartbeatInvalid
 from ishiki_host.heartbeat.rules import CLEAR_IMAGES_ID, FILE_RULES, check_beat
 from ishiki_host.store.repos.beat_types import BEAT_TYPES, BeatSpec, BeatTarget
 
 if TYPE_CHECKING:
+    from ishiki_host.core.tools import TrustLevel
     from ishiki_host.store.repos.beat_types import BeatSyncReport, BeatType
 
 __all__ = [
@@ -45,8 +56,10 @@ HEARTBEATS_FILE = "heartbeats.json"
 TargetValidator = Callable[[BeatTarget], "str | None"]
 """Says why no profile can speak at a target (``None`` when one claims it); the host provides it."""
 
-_KEYS = ("id", "text", "cron", "type", "timezone", "target", "recurring")
+_KEYS = ("id", "text", "cron", "type", "timezone", "target", "recurring", "trust")
 _TARGET_KEYS = ("profile", "sid", "channel")
+_ENTRY = re.compile(r"\[(\d+)\]")
+_KEPT = "the managed beats are kept as they were"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +75,7 @@ def parse_beat_file(
     text: str, *, file: str, default_tz: str, now: float, target_validator: TargetValidator | None = None
 ) -> BeatFile:
     """Check every entry of the file's ``text``; ``HeartbeatInvalid`` if it is not a JSON array at all."""
-    entries = _load_array(text, file)
+    entries, duplicates = _load_array(text, file)
     ids = [raw.get("id") if isinstance(raw, Mapping) else None for raw in entries]
     counts = Counter(i for i in ids if isinstance(i, str))
     specs: list[BeatSpec] = []
@@ -71,6 +84,8 @@ def parse_beat_file(
     for index, raw in enumerate(entries):
         beat_id = ids[index] if isinstance(ids[index], str) and ids[index] else None
         try:
+            if index in duplicates:
+                raise duplicates[index]
             if beat_id is not None and counts[beat_id] > 1:
                 where = ", ".join(f"[{i}]" for i, other in enumerate(ids) if other == beat_id)
                 raise HeartbeatInvalid(f"id used by entries {where}; each is skipped")
@@ -83,17 +98,25 @@ def parse_beat_file(
     return BeatFile(tuple(specs), tuple(errors), frozenset(keep))
 
 
-def _load_array(text: str, file: str) -> list[Any]:
+def _load_array(text: str, file: str) -> tuple[list[Any], dict[int, HeartbeatInvalid]]:
+    """The entries, and the first duplicate-key error of each entry that has one (by index)."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        message = f"not valid JSON: {exc.msg} (column {exc.colno}); the managed beats are kept as they were"
-        raise HeartbeatInvalid(message, file=file, line=exc.lineno) from exc
-    if not isinstance(data, list):
+        doc = parse_json(text, file, HeartbeatInvalid)
+    except HeartbeatInvalid as exc:
+        message = f"not valid JSON: {exc.message}; {_KEPT}"
+        raise HeartbeatInvalid(message, file=file, line=exc.line, path=exc.path) from exc
+    if not isinstance(doc.data, list):
         raise HeartbeatInvalid(
-            f"expected a JSON array of beats, got {_kind(data)}; the managed beats are kept as they were", file=file
+            f"expected a JSON array of beats, got {_kind(doc.data)}; {_KEPT}",
+            file=file,
         )
-    return data
+    duplicates: dict[int, HeartbeatInvalid] = {}
+    for error in doc.errors:
+        entry = _ENTRY.match(error.path)
+        if entry is not None:
+            inside = error.path[entry.end() :].lstrip(".")
+            duplicates.setdefault(int(entry.group(1)), HeartbeatInvalid(f"{inside}: {error.message}"))
+    return doc.data, duplicates
 
 
 def _entry(raw: object, default_tz: str, now: float, validator: TargetValidator | None) -> BeatSpec:
@@ -109,6 +132,7 @@ def _entry(raw: object, default_tz: str, now: float, validator: TargetValidator 
         timezone=_string(raw, "timezone") if "timezone" in raw else None,
         target=_target(raw.get("target")),
         recurring=_recurring(raw),
+        trust=_trust(raw),
     )
     check_beat(spec, default_tz=default_tz, now=now, rules=FILE_RULES)
     if spec.target is not None and validator is not None:
@@ -143,6 +167,17 @@ def _recurring(raw: Mapping[str, Any]) -> bool:
     return value
 
 
+def _trust(raw: Mapping[str, Any]) -> TrustLevel | None:
+    if "trust" not in raw:
+        return None
+    value = raw["trust"]
+    if not isinstance(value, str) or value not in TRUST_ORDER:
+        shown = repr(value) if isinstance(value, str) else _kind(value)
+        raise HeartbeatInvalid(f"'trust' must be one of {', '.join(TRUST_ORDER)}, got {shown}")
+    level: TrustLevel = value  # type: ignore[assignment]  # checked against TRUST_ORDER just above
+    return level
+
+
 def _target(value: object) -> BeatTarget | None:
     if value is None:
         return None
@@ -172,17 +207,13 @@ async def read_beat_file(path: Path) -> str | None:
 
 
 def read_beat_file_sync(path: Path) -> str | None:
-    """``read_beat_file`` for callers without an event loop (``ishiki check``)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    """``read_beat_file`` for callers without an event loop (``ishiki check``): size and encoding checked."""
+    if not path.exists():
         return None
-    except OSError as exc:
-        raise HeartbeatInvalid(f"cannot read the file: {exc.strerror or exc}", file=str(path)) from exc
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise HeartbeatInvalid(f"not UTF-8 text (byte {exc.start})", file=str(path)) from exc
+        return read_text(path, str(path), HeartbeatInvalid)
+    except HeartbeatInvalid as exc:
+        raise HeartbeatInvalid(f"{exc.message}; {_KEPT}", file=exc.file, line=exc.line) from exc
 
 
 def conflict_errors(report: BeatSyncReport, file: str) -> list[HeartbeatInvalid]:

@@ -1,8 +1,13 @@
 """The reserved beat ``__clear_images__``: delete stored images and attachments older than an age.
 
-No model is called. Rows go first (in one transaction), then their files: a file left behind by a crash in
-between is harmless garbage, while a row without its file would be a broken ``asset://`` URL. A row whose path
-points outside the data directory loses its row but its file is not touched.
+Every attachment a runtime captures is listed in the ``images`` table (``ishiki_host.runtime.captures``); the
+host seeds this beat from ``attachments.retention`` of ``ishiki.yaml`` (``clear_images_beat``) unless
+``heartbeats.json`` defines it. No model is called. Rows go first (in one transaction), then their files: a
+file left behind by a crash in between is harmless garbage, while a row without its file would be a broken
+``asset://`` URL. An asset's metadata goes before its bytes (``resources.assets.asset_files``), so a read never
+finds half an asset. Only files inside the runtime homes (``<data>/runtimes/``) are removed: a row whose path
+points anywhere else (outside the data directory, or through a link out of it) loses its row, its file is not
+touched, and the run says so. A link is removed itself, never what it points at.
 """
 
 from __future__ import annotations
@@ -13,11 +18,18 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ishiki_host.heartbeat.rules import CLEAR_IMAGES_ID
+from ishiki_host.resources.assets import asset_files
+from ishiki_host.store.repos.beat_types import BeatSpec
+
 if TYPE_CHECKING:
     from ishiki_host.store.memory_store import MemoryStore
     from ishiki_host.store.repos.images import ImageRecord
 
-__all__ = ["ClearReport", "clear_images"]
+__all__ = ["CLEAR_IMAGES_CRON", "ClearReport", "clear_images", "clear_images_beat"]
+
+CLEAR_IMAGES_CRON = "30 3 * * *"
+"""When the seeded clean-up runs: every night at 03:30 in the host's time zone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,29 +49,46 @@ class ClearReport:
         return f"{head}; {len(self.problems)} file(s) not removed: " + "; ".join(self.problems[:5])
 
 
+def clear_images_beat(retention: str | None) -> tuple[BeatSpec, ...]:
+    """The clean-up beat the host seeds for ``attachments.retention`` (``None``: off, nothing seeded)."""
+    if retention is None:
+        return ()
+    return (BeatSpec(id=CLEAR_IMAGES_ID, text=retention, type="task", cron=CLEAR_IMAGES_CRON),)
+
+
 async def clear_images(store: MemoryStore, data_dir: Path, age_seconds: float) -> ClearReport:
-    """Delete the image rows older than ``age_seconds`` and their files under ``data_dir``."""
+    """Delete the image rows older than ``age_seconds`` and their files in the runtime homes of ``data_dir``."""
     records = await store.images.delete_older_than(age_seconds)
     return await anyio.to_thread.run_sync(_remove_files, data_dir, records)
 
 
 def _remove_files(data_dir: Path, records: list[ImageRecord]) -> ClearReport:
-    root = data_dir.resolve()
+    data = data_dir.resolve()
+    homes = (data / "runtimes").resolve()  # where the homes are, even when the operator moved them by a link
     files = size = 0
     problems: list[str] = []
     for record in records:
-        path = (root / record.path).resolve()
-        if not path.is_relative_to(root):
-            problems.append(f"{record.path}: outside the data directory")
+        given = data / record.path
+        folder = given.parent.resolve()  # the folder's links are followed, a link at the end is not
+        if not folder.is_relative_to(homes) or given.name in ("", ".", ".."):
+            problems.append(f"{record.path}: outside the runtime homes")
             continue
-        try:
-            freed = path.stat().st_size
-            path.unlink()
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            problems.append(f"{record.path}: {exc.strerror or exc}")
-            continue
-        files += 1
-        size += freed
+        for path in asset_files(folder / given.name):
+            removed = _remove(path, record.path, problems)
+            if removed is not None:
+                files += 1
+                size += removed
     return ClearReport(len(records), files, size, problems)
+
+
+def _remove(path: Path, shown: str, problems: list[str]) -> int | None:
+    """Remove ``path``; the bytes freed, or ``None`` when it was not there or could not be removed (noted)."""
+    try:
+        freed = path.lstat().st_size
+        path.unlink()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problems.append(f"{shown}: {exc.strerror or exc}")
+        return None
+    return freed

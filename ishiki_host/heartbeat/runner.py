@@ -1,9 +1,10 @@
 """The host's ``BeatRunner``: a beat with a target wakes its runtime; one without is a background model call.
 
 - **With a target**, ``runtime_for(profile, sid, channel)`` gives (and spawns) the runtime, and
-  ``runtime.wake(prompt, priority="background", info={"heartbeat": <beat id>})`` queues the beat's turn; the run
-  lasts until that turn ends. Its output is what the turn sent (the texts of its ``message.sent`` events); a
-  turn that failed, was aborted or was dropped fails the run. The ``heartbeat`` key of the turn's trigger is how
+  ``runtime.wake(prompt, priority="background", info={"heartbeat": <beat id>}, trust=beat.trust)`` queues the
+  beat's turn, at most at the level of the turn that made the beat; the run lasts until that turn ends. Its
+  output is what the turn sent (the texts of its ``message.sent`` events); a turn that failed, was aborted or
+  was dropped fails the run. The ``heartbeat`` key of the turn's trigger is how
   the heartbeat extension recognises a beat's own turn (it offers no beat tools there). A cross-mode runtime
   serves many chats, so its prompt also names the chat to speak in.
 - **Without a target**, the beat is one background call (``priority="background"``, no tools) to the model
@@ -81,7 +82,7 @@ class RuntimeBeatRunner:
 
         unsubscribe = runtime.bus.subscribe("message.sent", on_sent)
         try:
-            handle = await runtime.wake(prompt, priority="background", info={BEAT_TRIGGER: beat.id})
+            handle = await runtime.wake(prompt, priority="background", info={BEAT_TRIGGER: beat.id}, trust=beat.trust)
             outcome = await handle.outcome()
         finally:
             unsubscribe()

@@ -4,18 +4,20 @@ The host makes one when its memory store is open and shares it under ``HEARTBEAT
 the heartbeat extension's instances find it (``ishiki_host.host.beats`` does the wiring)::
 
     service = HeartbeatService(store, runner, config_dir=root, data_dir=data, default_tz="Europe/Berlin",
-                               clock=clock, target_validator=check_target)
+                               clock=clock, target_validator=check_target, seeded=clear_images_beat("30d"))
     await task_group.start(service.serve)   # seeds heartbeats.json, then the scheduler's start-up pass
     await service.poll()                    # on every reload tick: syncs when the file changed
     service.stop()                          # first thing when the host stops: no new runs
 
-``serve`` reports ready once the file is seeded and the scheduler has made its start-up pass, so a beat a
-restart made late is already decided on (run or skipped) by then.
+``seeded`` are the beats the host keeps besides the file's (``heartbeat.sync``: the clean-up beat of
+``attachments.retention``). ``serve`` reports ready once the file is seeded and the scheduler has made its
+start-up pass, so a beat a restart made late is already decided on (run or skipped) by then.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from ishiki_host.heartbeat.scheduler import BeatRunner
     from ishiki_host.heartbeat.sync import SyncReport
     from ishiki_host.store.memory_store import MemoryStore
+    from ishiki_host.store.repos.beat_types import BeatSpec
 
 __all__ = ["HEARTBEATS", "HeartbeatService"]
 
@@ -55,6 +58,7 @@ class HeartbeatService:
         clock: Clock,
         target_validator: TargetValidator,
         catch_up_seconds: float = 300.0,
+        seeded: Sequence[BeatSpec] = (),
     ):
         self.store = store
         self.default_tz = default_tz
@@ -69,6 +73,7 @@ class HeartbeatService:
             clock=clock,
             on_change=self.scheduler.poke,
             target_validator=target_validator,
+            seeded=seeded,
         )
         self.last_sync: SyncReport | None = None
         self.syncs = 0

@@ -1,7 +1,9 @@
 """The beat tools: ``set_beat``, ``list_beats``, ``update_beat``, ``delete_beat`` (trust ``trusted``).
 
 A runtime sees the beats it made and the beats that speak in its chat; the others do not exist for it. Beats
-from ``heartbeats.json`` are listed but never changed here. ``make_beat_tools`` is called once per runtime:
+from ``heartbeats.json`` are listed but never changed here. A beat records the level of the turn that made it
+(``ToolContext.trust``) and its turns never run above it; an edit lowers it to the editor's level.
+``make_beat_tools`` is called once per runtime:
 
     tools = make_beat_tools(store, scheduler, default_tz="Europe/Berlin", target_validator=host.check_target,
                             runtime_target=BeatTarget("alice", "telegram:1", "private:9"))
@@ -14,7 +16,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ishiki_host.core.tools import Tool, ToolContext, ToolResult
+from ishiki_host.core.tools import TRUST_ORDER, Tool, ToolContext, ToolResult, TrustLevel
 from ishiki_host.errors import HeartbeatInvalid, StoreError, ToolError
 from ishiki_host.heartbeat.render import describe_beat, format_target, render_beats
 from ishiki_host.heartbeat.rules import TOOL_RULES, check_beat
@@ -110,7 +112,7 @@ class _BeatTools:
         await self.check_room()
         spec = BeatSpec(
             await self.new_id(), args["text"], args["type"], args["cron"], args.get("timezone") or None,
-            resolve_target(args, self.here()), args.get("recurring", True),
+            resolve_target(args, self.here()), args.get("recurring", True), ctx.trust,
         )  # fmt: skip
         next_run = self.check(spec)
         try:
@@ -130,7 +132,7 @@ class _BeatTools:
             raise ToolError(f"update_beat: give at least one field to change ({', '.join(_FIELDS)})")
         beat = await self.find(args["id"])
         _refuse_managed(beat)
-        spec = _updated(beat, args, self.here())
+        spec = _updated(beat, args, self.here(), ctx.trust)
         first = self.check(spec)
         next_run = beat.next_run if spec.schedule_key() == beat.spec.schedule_key() else first
         try:
@@ -157,11 +159,14 @@ def _refuse_managed(beat: Beat) -> None:
         raise ToolError(f"beat {beat.id!r} comes from heartbeats.json; only the operator can change it there")
 
 
-def _updated(beat: Beat, args: Mapping[str, Any], here: BeatTarget | None) -> BeatSpec:
+def _updated(beat: Beat, args: Mapping[str, Any], here: BeatTarget | None, editor: TrustLevel) -> BeatSpec:
     timezone = (args["timezone"] or None) if "timezone" in args else beat.timezone
+    # The beat's turns now do what the editor asked too: they run at most at the lower of the two levels.
+    trust = editor if beat.trust is None else min(beat.trust, editor, key=TRUST_ORDER.__getitem__)
     return dataclasses.replace(
         beat.spec, text=args.get("text", beat.text), type=args.get("type", beat.type), cron=args.get("cron", beat.cron),
         timezone=timezone, target=_updated_target(beat, args, here), recurring=args.get("recurring", beat.recurring),
+        trust=trust,
     )  # fmt: skip
 
 

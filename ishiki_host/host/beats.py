@@ -2,13 +2,17 @@
 
 ``start_heartbeats`` runs after the profiles are active and the channels started (a beat a restart made late
 may run at once, and should find its channel up). It needs the memory store (``services.memory``) and an
-installed ``ishiki.ext.heartbeat``; it shares the service under ``HEARTBEATS`` for the extension.
+installed ``ishiki.ext.heartbeat``; it shares the service under ``HEARTBEATS`` for the extension, and its
+one-time reminder beats under ``REMINDERS`` (``heartbeat.reminders.BeatReminders``) for the memory extension
+and any other plugin.
 
 - **Targets** (``RouteTargets``): the route table is asked which active profile claims the target's chat;
   it must be the profile the target names, with heartbeats on (``heartbeat.targets.target_refusal``).
 - **Beats without a target** run as the persona that made them (its model, its persona as the system
   prompt); a beat from ``heartbeats.json`` (or whose maker is no longer active) runs on ``heartbeat.model`` of
   ``ishiki.yaml``; with neither, its run fails and says so.
+- **Seeded**: the clean-up beat ``__clear_images__`` of ``attachments.retention`` (unless ``heartbeats.json``
+  defines it), which deletes old captured attachments.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from typing import TYPE_CHECKING
 
 from ishiki_host.config.services import EXTENSION_GROUP, service_name
 from ishiki_host.errors import BeatRunFailed
+from ishiki_host.heartbeat.janitor import clear_images_beat
+from ishiki_host.heartbeat.reminders import BeatReminders
 from ishiki_host.heartbeat.runner import RuntimeBeatRunner
 from ishiki_host.heartbeat.service import HEARTBEATS, HeartbeatService
 from ishiki_host.heartbeat.targets import HEARTBEAT_EXTENSION, target_refusal
 from ishiki_host.host.runtimes import HostRuntimes
+from ishiki_host.plugins.reminders import REMINDERS
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -85,7 +92,9 @@ async def start_heartbeats(host: Host, tg: TaskGroup) -> HeartbeatService | None
         clock=host.clock,
         target_validator=RouteTargets(host),
         catch_up_seconds=config.host.heartbeat.catch_up_seconds,
+        seeded=clear_images_beat(config.host.attachments.retention),
     )
     host.services.put(HEARTBEATS, service)
+    host.services.put(REMINDERS, BeatReminders(service))
     await tg.start(service.serve)
     return service

@@ -7,10 +7,11 @@ by message id, never by user id.
 ``ChannelSupervisor`` runs one account's connection: ``create`` it, ``tg.start`` its ``run`` (readiness),
 register it, and when it crashes, restart it after a back-off (doubling from 1 s to 60 s, jittered by the
 host's seeded random source) while every other channel keeps running. A ``ChannelError`` whose ``fatal`` is
-true (a refused token) is reported once, without a traceback, and the channel stays stopped; one whose
-``fatal`` is false (the platform cannot be reached) is logged in one line and restarted like a crash. A
-``run`` that returns has finished (the console at the end of its input), and one not ready within
-``start_timeout`` (60 s, real time) is restarted like a passing trouble (``ChannelNotReady``).
+true (a refused token), or a ``ConfigError`` (the plugin refused its account entry), is reported once, without
+a traceback, and the channel stays stopped; one whose ``fatal`` is false (the platform cannot be reached) is
+logged in one line and restarted like a crash. A ``run`` that returns has finished (the console at the end of
+its input), and one not ready within ``start_timeout`` (60 s, real time) is restarted like a passing trouble
+(``ChannelNotReady``).
 
 ``ChannelContext`` is the ``ChannelHost`` each connection gets; its ``rng`` is seeded from the host's seed
 and the account (``platform#index``), so a seeded host replays every channel's jitter whatever order they
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ishiki_host.addresses.keys import escape_segment
-from ishiki_host.errors import ChannelError, ChannelNotReady
+from ishiki_host.errors import ChannelError, ChannelNotReady, ConfigError
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
@@ -158,6 +159,17 @@ class ChannelSupervisor:
         """Stop the connection (and any restart)."""
         self.scope.cancel()
 
+    def connection_status(self) -> dict[str, Any] | None:
+        """What the connection reports of itself through its optional ``status()`` (``None`` without one)."""
+        report = getattr(self.connection, "status", None)
+        if not callable(report):
+            return None
+        try:
+            return dict(report())
+        except Exception:  # a status that fails must not take the host's status down with it
+            logger.exception("channel %s: its status() failed", self.spec.label)
+            return None
+
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run until stopped, the connection finishes or fails fatally; ready once the first attempt is up
         (or has failed)."""
@@ -206,8 +218,8 @@ class ChannelSupervisor:
         except Exception as exc:
             error = _unwrap(exc)
             self.last_error = f"{type(error).__name__}: {error}"
-            if isinstance(error, ChannelError) and error.fatal:
-                self.state = "failed"
+            if isinstance(error, ConfigError) or (isinstance(error, ChannelError) and error.fatal):
+                self.state = "failed"  # a config mistake (its account) is the operator's to fix: no restart loop
                 logger.error("channel %s failed: %s (not restarted)", self.spec.label, error)
             elif isinstance(error, ChannelError):
                 self.state = "crashed"  # a passing trouble the connection explained: one line, no traceback
@@ -244,7 +256,7 @@ def state_dir(data_dir: Path, spec: ChannelSpec) -> Path:
 class ChannelContext:
     """The ``ChannelHost`` a connection is created with: clock, random source, its state directory, the shared
     asset fetchers, its logger, ``dispatch`` into the host, and ``request_stop`` (the console asks the host to
-    exit at the end of its input)."""
+    exit at the end of its input; the host stops only when no other channel runs)."""
 
     def __init__(
         self,
@@ -255,7 +267,7 @@ class ChannelContext:
         fetchers: AssetFetchers,
         logger: logging.Logger,
         dispatch: DispatchFn,
-        request_stop: Callable[[str], None],
+        request_stop: Callable[[str, bool], bool],
     ):
         self._clock = clock
         self._rng = rng
@@ -295,6 +307,8 @@ class ChannelContext:
         """Route ``event`` to its runtime; returns once it is durable there (or known to have no owner)."""
         return await self._dispatch(event, attachments)
 
-    def request_stop(self, reason: str) -> None:
-        """Ask the host to stop (turns finish within the grace, then everything closes)."""
-        self._request_stop(reason)
+    def request_stop(self, reason: str, *, force: bool = False) -> bool:
+        """Ask the host to stop (turns finish within the grace, then everything closes); ``False`` when other
+        channels run, so the host runs on and only the asking connection should finish. ``force``: stop
+        whatever else runs (the operator left: Ctrl-D on the console's terminal)."""
+        return self._request_stop(reason, force)

@@ -3,9 +3,10 @@
     async with Host(Path("mybot")) as host:
         await host.wait_stop_requested()      # a signal handler or the console calls host.request_stop()
 
-Entering loads the config dir (unless one is given), builds the model gateway, opens the memory database
-(``services.memory``; ``ishiki_host.host.memory_db``), activates every ready profile (a route with its
-own task group), starts the channels their claims need (each under a supervisor that restarts it with
+Entering loads the config dir (unless one is given), takes the lock of its data directory (a second host on
+it gets ``ConfigDirLocked`` and changes nothing; ``ishiki_host.host.lock``), builds the model gateway, opens
+the memory database (``services.memory``; ``ishiki_host.host.memory_db``), activates every ready profile (a
+route with its own task group), starts the channels their claims need (each under a supervisor that restarts it with
 back-off), starts the heartbeat scheduler (shared under ``HEARTBEATS``; ``ishiki_host.host.beats``),
 and polls the config files (the skills folder and ``heartbeats.json`` too) for hot reload. While it runs, the
 garbage collector's youngest threshold is raised (``ishiki_host.host.collector``). ``dispatch`` (what
@@ -16,7 +17,6 @@ more input, turns get the grace to finish, every runtime stops its extensions an
 from __future__ import annotations
 
 import logging
-import os
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -28,11 +28,12 @@ import anyio
 from ishiki_host.addresses.keys import RuntimeKey
 from ishiki_host.commands import builtin_commands
 from ishiki_host.core.clock import Clock, SystemClock
-from ishiki_host.errors import AgentStopped, ChannelError, RuntimeStartFailed
+from ishiki_host.errors import AgentStopped, ChannelError, ChannelUnavailable, FactLogError, RuntimeStartFailed
 from ishiki_host.host.beats import start_heartbeats
 from ishiki_host.host.collector import tuned_collector
 from ishiki_host.host.connections import ChannelDirectory
 from ishiki_host.host.delivery import RuntimeDelivery, Unrouted
+from ishiki_host.host.lock import PID_FILE, DataDirClaim, claim_data_dir
 from ishiki_host.host.memory_db import HostMemory
 from ishiki_host.host.resume import resume_routes
 from ishiki_host.host.routes import ProfileRoute, RouteTable
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 
     from ishiki_host.channels.base import Delivery, InboundAttachment
     from ishiki_host.channels.events import IshikiEvent
+    from ishiki_host.gateway.gateway import CallListener
     from ishiki_host.heartbeat.service import HeartbeatService
     from ishiki_host.plugins.activation import ProfileState
     from ishiki_host.plugins.configdir import ConfigDir
@@ -66,11 +68,13 @@ __all__ = ["PID_FILE", "Host", "ReloadReport"]
 
 logger = logging.getLogger("ishiki_host.host")
 
-PID_FILE = "ishiki.pid"
-
 
 class Host:
-    """A running config directory (see the module docstring)."""
+    """A running config directory (see the module docstring).
+
+    ``model_listeners`` are called after every model call of every gateway the host builds
+    (``Gateway.add_listener``): ``ishiki run`` says with one what to configure when no model answers.
+    """
 
     def __init__(
         self,
@@ -84,6 +88,7 @@ class Host:
         reload_interval: float | None = None,
         shutdown_grace: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        model_listeners: Sequence[CallListener] = (),
     ):
         self.root = Path(root)
         self._given = config
@@ -95,6 +100,7 @@ class Host:
         self._reload_interval = reload_interval
         self._grace = shutdown_grace
         self._transport = transport
+        self._model_listeners = tuple(model_listeners)
         self.routes = RouteTable()
         self.directory = ChannelDirectory()
         self.providers = ProviderCache()
@@ -108,6 +114,7 @@ class Host:
         self._reload_lock = anyio.Lock()
         self._classes: dict[str, tuple[object, ...]] = {}
         self._config: ConfigDir | None = None
+        self._claim: DataDirClaim | None = None
         self._gateways: GatewaySet | None = None
         self._channels: ChannelSet | None = None
         self._shared_parts: SharedParts | None = None
@@ -169,13 +176,12 @@ class Host:
     async def _start(self) -> None:
         self._stack.enter_context(tuned_collector())
         config = self._given if self._given is not None else await anyio.to_thread.run_sync(self._load)
+        self._claim = claim_data_dir(config.host.data_dir)  # first: a second host must change nothing
         self._config = config
         log_config_problems(config)
         host = config.host
         grace = self._grace if self._grace is not None else host.shutdown_grace_seconds
-        host.data_dir.mkdir(parents=True, exist_ok=True)
-        self._write_pid(host.data_dir)
-        self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root)
+        self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root, self._model_listeners)
         self._gateways.build(config)
         self.services.timezone = host.timezone
         await self.memory.open(host.data_dir, host.memory, self.services)
@@ -235,8 +241,8 @@ class Host:
             await self.memory.aclose()
             if self._gateways is not None:
                 await self._gateways.aclose()
-            if self._config is not None:
-                self._remove_pid(self._config.host.data_dir)
+            if self._claim is not None:
+                self._claim.release()  # last: the next host may start once everything here is closed
 
     async def _stop_route(self, route: ProfileRoute, reason: str) -> None:
         try:
@@ -253,20 +259,6 @@ class Host:
     async def wait_stop_requested(self) -> None:
         """Until ``request_stop`` (or ``close``) was called."""
         await self._stop_requested.wait()
-
-    def _write_pid(self, data_dir: Path) -> None:
-        try:
-            (data_dir / PID_FILE).write_text(f"{os.getpid()}\n", encoding="utf-8")
-        except OSError as exc:
-            logger.warning("could not write %s: %s (`ishiki reload` will not find this host)", PID_FILE, exc)
-
-    def _remove_pid(self, data_dir: Path) -> None:
-        path = data_dir / PID_FILE
-        try:
-            if path.read_text(encoding="utf-8").strip() == str(os.getpid()):
-                path.unlink()
-        except OSError:
-            pass
 
     # -- profiles ---------------------------------------------------------------------------------------
 
@@ -367,9 +359,14 @@ class Host:
     # -- input ------------------------------------------------------------------------------------------
 
     async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> Delivery:
-        """Route ``event`` to its runtime and return once it is durable (``ChannelError``: not taken)."""
+        """Route ``event`` to its runtime and return once it is durable (``ChannelError``: not taken).
+
+        What cannot be taken now but may be later (the host is stopping, the fact log cannot be written, the
+        runtime stopped under us) is ``ChannelUnavailable``; a runtime that cannot start is a plain
+        ``ChannelError`` (see ``ishiki_host.errors.ChannelError`` for what a channel does with each).
+        """
         if self._stopping:
-            raise ChannelError("the host is stopping; the event was not taken")
+            raise ChannelUnavailable("the host is stopping; the event was not taken")
         if self.directory.is_echo(event):
             return Unrouted("echo")
         for _ in range(2):  # a reload may swap the route under us once
@@ -382,10 +379,12 @@ class Host:
                 return RuntimeDelivery(runtime, entry)
             except AgentStopped as exc:
                 problem: Exception = exc
+            except FactLogError as exc:
+                raise ChannelUnavailable(f"event {event.message_id} was not taken for now: {exc}") from exc
             except RuntimeStartFailed as exc:
                 logger.error("%s", exc)
                 raise ChannelError(f"event {event.message_id} was not taken: {exc}") from exc
-        raise ChannelError(f"event {event.message_id} was not taken: {problem}") from problem
+        raise ChannelUnavailable(f"event {event.message_id} was not taken: {problem}") from problem
 
     async def runtime_for(self, profile_id: str, sid: str | None = None, channel_id: str | None = None) -> AgentRuntime:
         """The runtime of a profile at an address (cross mode: the profile's one runtime), spawned if needed.

@@ -45,7 +45,8 @@ class HostMemory:
 
     async def open(self, data_dir: Path, settings: Mapping[str, Any], services: HostServices) -> None:
         """Open the store into ``services`` and sync the skills; a store that cannot be used is reported."""
-        services.memory_limit = RetrievalSettings.from_host(settings).limit
+        retrieval = RetrievalSettings.from_host(settings)
+        services.memory_limit, services.memory_scope = retrieval.limit, retrieval.scope
         try:
             self.store = await MemoryStore.open(memory_db_path(data_dir), clock=self.clock)
         except StoreError as exc:

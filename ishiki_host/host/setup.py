@@ -1,18 +1,22 @@
 """The host's model gateway and channel set, and how it reports the config it runs.
 
-``GatewaySet`` builds the ``Gateway`` from ``models.yaml`` and the installed model APIs, gives each profile a
-``ModelSlot`` and other plugins live models by reference, and rebuilds the gateway when ``models.yaml``
-changes (retargeting the slots; the old gateway closes with the host). ``ChannelSet`` starts the channels the
+``GatewaySet`` builds the ``Gateway`` from ``models.yaml`` and the installed model APIs (with the host's
+call listeners and the owner's), gives each profile a ``ModelSlot`` and other plugins live models by
+reference, and rebuilds the gateway when ``models.yaml`` changes (retargeting the slots; the old gateway
+closes with the host). ``ChannelSet`` starts the channels the
 active profiles' claims need: the console when some profile claims ``console:*`` (it needs no account), and
 each account of ``channels.<platform>.accounts`` in ``ishiki.yaml`` for the other claimed platforms; on
 reload it stops, restarts (account changed) and starts supervisors to match; supervisors start side by side,
-so an account whose platform cannot be reached does not delay the others.
+so an account whose platform cannot be reached does not delay the others. A connection asking the host to
+stop (the console at the end of piped input) stops it only when no other channel runs: a headless bot whose
+profile also claims the console keeps serving its other channels (Ctrl-D on the console's terminal still
+stops the host).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.model import LanguageModel, ModelRequest, ModelResult, StreamEvent
+    from ishiki_host.gateway.gateway import CallListener
     from ishiki_host.host.host import Host
     from ishiki_host.plugins.activation import ProfileState
     from ishiki_host.plugins.configdir import ConfigDir
@@ -85,11 +90,19 @@ class _LiveModel:
 class GatewaySet:
     """The current gateway and the model slots of active profiles (see the module docstring)."""
 
-    def __init__(self, clock: Clock, seed: int | None, transport: httpx.AsyncBaseTransport | None, root: Path):
+    def __init__(
+        self,
+        clock: Clock,
+        seed: int | None,
+        transport: httpx.AsyncBaseTransport | None,
+        root: Path,
+        listeners: Sequence[CallListener] = (),
+    ):
         self._clock = clock
         self._seed = seed
         self._transport = transport
         self._root = root
+        self._listeners = tuple(listeners)  # the owner's, on every gateway built
         self._gateway: Gateway | None = None
         self._retired: list[Gateway] = []
         self._slots: dict[str, tuple[ModelSlot, Profile]] = {}
@@ -119,6 +132,8 @@ class GatewaySet:
         )
         gateway.add_listener(UsageListener())
         gateway.add_listener(FailoverNotices(gateway))
+        for listener in self._listeners:
+            gateway.add_listener(listener)
         if self._gateway is not None:
             self._retired.append(self._gateway)
         self._gateway = gateway
@@ -181,9 +196,16 @@ class ChannelSet:
         return list(self._supervisors.values())
 
     def status(self) -> dict[str, Any]:
-        """Each supervisor's state, restarts and last error."""
+        """Each supervisor's state, restarts and last error, and what its connection reports of itself
+        (``connection``: its optional ``status()``, e.g. the Telegram channel's updates set aside)."""
         return {
-            s.spec.label: {"state": s.state, "sid": s.sid, "restarts": s.restarts, "error": s.last_error}
+            s.spec.label: {
+                "state": s.state,
+                "sid": s.sid,
+                "restarts": s.restarts,
+                "error": s.last_error,
+                "connection": s.connection_status(),
+            }
             for s in self._supervisors.values()
         }
 
@@ -230,8 +252,19 @@ class ChannelSet:
             fetchers=host.shared_parts.fetchers,
             logger=logging.getLogger(f"ishiki_host.channels.{spec.platform}"),
             dispatch=host.dispatch,
-            request_stop=host.request_stop,
+            request_stop=lambda reason, force: self._stop_for(spec, reason, force=force),
         )
+
+    def _stop_for(self, spec: ChannelSpec, reason: str, *, force: bool) -> bool:
+        """A connection asks the host to stop (the console at the end of its input): the host stops when that
+        channel is its only one, or ``force`` says so; otherwise the others run on (logged once: a channel
+        finishes once)."""
+        others = sorted(s.spec.label for s in self._supervisors.values() if s.spec is not spec)
+        if force or not others:
+            self.host.request_stop(reason)
+            return True
+        logger.info("%s: channel %s closes; %s run on", reason, spec.label, ", ".join(others))
+        return False
 
     def _wanted(self) -> dict[tuple[str, int], ChannelSpec]:
         config = self.host.config

@@ -10,8 +10,9 @@ A profile turns it off with ``extends: {memory: {enable: false}}``. Per runtime,
   memories most relevant to the turn's new messages, readable at the turn's trust level;
 - ``ishiki_turn_finished``: what the profile's ``session.summarizer`` mode asks (``SessionPolicy``):
   compact-and-retry after a ``context_length`` failure (``auto``, ``manual``), one memory of each exchange the
-  persona answered (``auto``), the safety valve at ``compact_threshold`` (``manual``); in ``off`` mode a
-  context overflow is shown to the channel with what to do about it;
+  persona answered (``auto``; a ``reminder`` with a time becomes a one-shot beat in its chat, confirmed by a
+  notice: ``memory.reminders``); in ``off`` mode a context overflow is shown to the channel with what to do
+  about it. (The compaction at ``compact_threshold`` of ``manual`` is the runtime's, before a turn.)
 - ``ishiki_status``: one line for ``/status``.
 
 The summarizer mode and threshold live in the profile's ``session`` section; this extension's config only
@@ -27,8 +28,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ishiki_host.errors import ConfigError, StoreError
 from ishiki_host.gateway.attribution import usage_purpose
-from ishiki_host.memory.overflow import OverflowRecovery, SessionPolicy, compact_if_needed
-from ishiki_host.memory.retrieval import memory_section
+from ishiki_host.memory.overflow import OverflowRecovery, SessionPolicy
+from ishiki_host.memory.reminders import host_now, schedule_reminder
+from ishiki_host.memory.retrieval import memory_section, turn_scope
 from ishiki_host.plugins.base import Extension, PluginConfig
 from ishiki_host.plugins.hookspecs import hookimpl
 from ishiki_host.sessions.summarizer import Summarizer, remember_turn
@@ -130,6 +132,7 @@ class MemoryInstance:
                 limit=limit,
                 session_id=await runtime.sessions.ensure_started(),
                 exclude_ids=[carried] if carried is not None else [],
+                scope=turn_scope(runtime.services.memory_scope, str(runtime.key), state.inbound),
             )
         except StoreError as exc:
             runtime.logger.warning("memory: no long-term memory in turn %s: %s", state.number, exc)
@@ -147,14 +150,6 @@ class MemoryInstance:
             return
         if self.policy.remember_turns:
             await self._remember(runtime, outcome)
-        if self.policy.safety_valve:
-            session = runtime.profile.session
-            await compact_if_needed(
-                runtime.sessions,
-                context_window=runtime.context_window,
-                threshold=session.compact_threshold,
-                notify=runtime.notice,
-            )
 
     async def _remember(self, runtime: RuntimeContext, report: TurnReport) -> None:
         if self.store is None or self._summarizer is None or report.status != "done" or not report.sent_ids:
@@ -165,7 +160,7 @@ class MemoryInstance:
             runtime.logger.warning("memory: the session of turn %s is unknown: %s", report.turn, exc)
             session_id = None
         with usage_purpose("summarizer"):
-            await remember_turn(
+            remembered = await remember_turn(
                 self._summarizer,
                 self.store,
                 runtime.log,
@@ -174,7 +169,10 @@ class MemoryInstance:
                 profile=runtime.profile.id,
                 runtime_key=str(runtime.key),
                 session_id=session_id,
+                now=host_now(runtime),
             )
+        if remembered is not None:
+            await schedule_reminder(runtime, remembered, report)
 
     @hookimpl
     async def ishiki_status(self, runtime: RuntimeContext) -> Sequence[str]:

@@ -1,52 +1,47 @@
-"""What each ``session.summarizer`` mode does, and the two automatic compactions.
+"""What each ``session.summarizer`` mode does after a turn, and the compaction after a context overflow.
 
 | mode | after a successful turn | session over ``compact_threshold`` | ``context_length`` failure |
 |---|---|---|---|
 | ``auto`` (default) | one memory of the exchange | — (every exchange is already condensed) | compact, retry once |
-| ``manual`` | — | compact (the safety valve) | compact, retry once |
+| ``manual`` | — | compact before the next turn (``sessions.threshold``) | compact, retry once |
 | ``off`` | — | — | the error is shown |
 
-``/compact`` works in every mode: someone asked for it.
+``/compact`` works in every mode: someone asked for it. The threshold compaction is the runtime's (it runs
+before a turn, see ``ishiki_host.sessions.threshold``); this module holds the reactive path.
 
-``recover_overflow`` is the reactive path: it compacts with the failed turn's unanswered messages carried
-into the new session (see ``ishiki_host.sessions.manager``), then queues one retry turn. The retry's number is
-remembered, so when the retry overflows too, the next call only surfaces the error. ``compact_if_needed`` is
-the safety valve, run after a turn. Both post a one-line notice to the channel (``notify``). Neither may be
-called from inside a turn: they wait for the agent to be idle. Run them in a task of the runtime.
+``OverflowRecovery`` compacts with the failed turn's unanswered messages carried into the new session (see
+``ishiki_host.sessions.manager``), then queues exactly one retry turn, also when there was nothing new to
+compact (a compaction that landed just before already made the window as small as it gets: the retry tells
+whether it fits). The retry's number is remembered, so when the retry overflows too, the next call only
+surfaces the error. It posts a one-line notice to the channel (``notify``), and may not be called from inside a
+turn: it waits for the agent to be idle. Run it in a task of the runtime.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ishiki_host.sessions.summarizer import needs_compaction
+from ishiki_host.sessions.threshold import Notify
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.turns import TurnHandle, TurnOutcome
-    from ishiki_host.sessions.manager import SessionChange, Sessions
+    from ishiki_host.sessions.manager import Sessions
 
 __all__ = [
-    "AUTO_COMPACT_NOTICE",
     "OVERFLOW_FAILED_NOTICE",
     "RETRY_NOTICE",
-    "Notify",
     "OverflowRecovery",
     "SessionPolicy",
     "TurnStarter",
-    "compact_if_needed",
     "unanswered_from",
 ]
 
 logger = logging.getLogger(__name__)
 
-Notify = Callable[[str], Awaitable[object]]
-"""Posts a one-line notice to the runtime's channel."""
-
-AUTO_COMPACT_NOTICE = "(The conversation got long, so I summarized it and started a fresh session.)"
 RETRY_NOTICE = "(The conversation no longer fit my context window: I summarized it and am answering again.)"
 OVERFLOW_FAILED_NOTICE = "(The conversation does not fit my context window, and summarizing it did not help: {why})"
 
@@ -70,16 +65,15 @@ class SessionPolicy:
     """What the runtime does around turns for one ``session.summarizer`` mode (see the module table)."""
 
     remember_turns: bool
-    safety_valve: bool
     retry_on_overflow: bool
 
     @classmethod
     def for_mode(cls, mode: str) -> SessionPolicy:
         """The policy of ``auto``, ``manual`` or ``off``; ``ValueError`` for anything else."""
         policies = {
-            "auto": cls(remember_turns=True, safety_valve=False, retry_on_overflow=True),
-            "manual": cls(remember_turns=False, safety_valve=True, retry_on_overflow=True),
-            "off": cls(remember_turns=False, safety_valve=False, retry_on_overflow=False),
+            "auto": cls(remember_turns=True, retry_on_overflow=True),
+            "manual": cls(remember_turns=False, retry_on_overflow=True),
+            "off": cls(remember_turns=False, retry_on_overflow=False),
         }
         if mode not in policies:
             raise ValueError(f"session.summarizer must be auto, manual or off; got {mode!r}")
@@ -97,21 +91,6 @@ def unanswered_from(window: list[Entry], turn: int) -> int | None:
     previous = max((e.id for e in window if e.turn is not None and e.turn < turn), default=0)
     inbound = [e.id for e in window if previous < e.id < start and e.type == "message" and e.turn is None]
     return min(inbound, default=start)
-
-
-async def compact_if_needed(
-    sessions: Sessions, *, context_window: int, threshold: float, notify: Notify
-) -> SessionChange | None:
-    """The safety valve: compact when the session's estimate reached ``threshold`` × ``context_window``."""
-    size = await sessions.size()
-    if not needs_compaction(size.tokens, context_window, threshold):
-        return None
-    change = await sessions.compact(reason="auto")
-    if change.status == "compacted":
-        await notify(AUTO_COMPACT_NOTICE)
-    elif change.status == "failed":
-        await notify(f"(The conversation is getting long, but summarizing it failed: {change.message})")
-    return change
 
 
 class OverflowRecovery:
@@ -141,8 +120,8 @@ class OverflowRecovery:
             await self._notify(OVERFLOW_FAILED_NOTICE.format(why=outcome.error))
             return None
         keep_from = unanswered_from(await self._sessions.window(), outcome.turn)
-        change = await self._sessions.compact(reason="overflow", keep_from=keep_from)
-        if change.status != "compacted":
+        change = await self._sessions.compact(reason="overflow", keep_from=keep_from, priority="interactive")
+        if change.status not in ("compacted", "unchanged"):
             await self._notify(OVERFLOW_FAILED_NOTICE.format(why=change.message))
             return None
         await self._notify(RETRY_NOTICE)

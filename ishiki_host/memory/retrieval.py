@@ -1,13 +1,17 @@
 """The "long-term memory" section of a turn's prompt: the memories most relevant to its new messages.
 
 ``memory_section`` searches the profile's memories with the text of the messages new in the turn (FTS5 BM25,
-then recency; ``MemoriesRepo.search``) and renders at most ``limit`` of them. It never returns:
+then recency; ``MemoriesRepo.search``) and renders at most ``limit`` of them. A ``reminder`` is recalled only
+while its beat is still to come (``r-<memory id>`` is scheduled, see ``memory.reminders``), so the persona
+knows in that chat what it promised to remind of, and does not set it twice; a reminder with no beat (no time
+was named, or it was refused) or one already given is not. It never returns:
 
-- reminders (they are for heartbeats, not for recall);
 - memories of the current session (what they hold is in the window already);
 - the summary the session was seeded with (the window shows it once; ``exclude_ids``);
 - memories above the turn's trust level: ``trust`` is the turn's level, so an untrusted sender's turn never
-  sees what an owner-only exchange left behind (the owner's memories and personal details).
+  sees what an owner-only exchange left behind (the owner's memories and personal details);
+- memories outside the turn's ``scope`` (``memory.scope``): by default only those made in the turn's chats or
+  involving its senders, so what person A told the persona in A's chat is not recalled in B's.
 
 ``limit`` comes from ``ishiki.yaml``'s ``memory`` block (``RetrievalSettings.from_host``); 0 turns the section
 off.
@@ -20,8 +24,9 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ishiki_host.sessions.summarizer import subjects_of
 from ishiki_host.sessions.transcript import render_entry
-from ishiki_host.store.repos.memory_types import MAX_SEARCH, RETRIEVABLE_TYPES
+from ishiki_host.store.repos.memory_types import MAX_SEARCH, MEMORY_SCOPES, MEMORY_TYPES, MemoryScope, ScopeMode
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
@@ -37,6 +42,7 @@ __all__ = [
     "query_text",
     "relevant_memories",
     "render_memories",
+    "turn_scope",
 ]
 
 DEFAULT_LIMIT = 20
@@ -49,9 +55,11 @@ _QUERY_CHARS = 4_000
 
 @dataclass(frozen=True, slots=True)
 class RetrievalSettings:
-    """How many memories a turn's prompt gets at most (``memory.limit`` in ``ishiki.yaml``)."""
+    """How many memories a turn's prompt gets at most (``memory.limit`` in ``ishiki.yaml``), and which
+    (``memory.scope``: see ``MemoryScope``)."""
 
     limit: int = DEFAULT_LIMIT
+    scope: ScopeMode = "sender"
 
     @classmethod
     def from_host(cls, memory: Mapping[str, Any]) -> RetrievalSettings:
@@ -59,7 +67,16 @@ class RetrievalSettings:
         limit = memory.get("limit", DEFAULT_LIMIT)
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise ValueError(f"memory.limit must be a whole number, not {limit!r}")
-        return cls(min(max(0, limit), MAX_SEARCH))
+        scope = memory.get("scope", "sender")
+        if scope not in MEMORY_SCOPES:
+            raise ValueError(f"memory.scope must be one of {', '.join(MEMORY_SCOPES)}, not {scope!r}")
+        return cls(min(max(0, limit), MAX_SEARCH), scope)
+
+
+def turn_scope(mode: ScopeMode, runtime_key: str, inbound: Iterable[Entry]) -> MemoryScope:
+    """The scope of a reader whose new messages are ``inbound``: their chats and senders."""
+    chats, senders = subjects_of(inbound)
+    return MemoryScope(mode, runtime_key, chats, senders)
 
 
 def query_text(new_messages: Iterable[Entry]) -> str:
@@ -77,8 +94,10 @@ async def relevant_memories(
     limit: int,
     session_id: int | None,
     exclude_ids: Collection[int] = (),
+    scope: MemoryScope | None = None,
 ) -> list[Memory]:
-    """The ``limit`` memories most relevant to ``text`` readable at ``trust`` (see the module docstring)."""
+    """The ``limit`` memories most relevant to ``text`` readable at ``trust`` and within ``scope`` (see the
+    module docstring)."""
     if limit <= 0 or not text.strip() or not await store.memories.has_any(profile):
         return []
     hits = await store.memories.search(
@@ -87,7 +106,9 @@ async def relevant_memories(
         trust=trust,
         limit=min(limit + len(exclude_ids), MAX_SEARCH),
         exclude_session_id=session_id,
-        types=RETRIEVABLE_TYPES,
+        types=MEMORY_TYPES,
+        pending_reminders_only=True,
+        scope=scope,
     )
     return [hit.memory for hit in hits if hit.memory.id not in exclude_ids][:limit]
 
@@ -107,6 +128,7 @@ async def memory_section(
     limit: int,
     session_id: int | None,
     exclude_ids: Collection[int] = (),
+    scope: MemoryScope | None = None,
 ) -> str | None:
     """The long-term memory section for a turn whose new messages are ``new_messages``; ``None`` for none."""
     memories = await relevant_memories(
@@ -117,6 +139,7 @@ async def memory_section(
         limit=limit,
         session_id=session_id,
         exclude_ids=exclude_ids,
+        scope=scope,
     )
     return render_memories(memories)
 

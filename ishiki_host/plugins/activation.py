@@ -4,18 +4,27 @@ A profile's required services are its three engines, its enabled extensions, the
 the provider APIs its model needs. States:
 
 - ``ready``: valid, every required service loaded, claims free;
-- ``waiting``: valid but some required service is not installed or failed to load (``missing`` lists them);
+- ``waiting``: valid but some required service is not installed or failed to load, or an account in
+  ``ishiki.yaml`` of a platform it claims is invalid (``missing`` lists them; ``errors`` says why);
 - ``invalid``: the profile has errors, a service's ``requires`` is not in the profile, or the tool names its
   extensions declare clash (``ishiki_host.plugins.toolnames``);
 - ``skipped``: its claims overlap a profile loaded before it (directories in sorted order);
 - ``disabled``: ``enable: false``.
 
 Waiting profiles keep their claims, so nothing can take a channel from a profile that is only waiting.
+A profile that is not ``invalid`` may also carry ``warnings``: what its extensions' tool-name declarations
+cannot show (``toolnames.static_tool_warnings``). They never change the state.
+
+An invalid channel account (``HostConfig.invalid_accounts``: a token whose ``${VAR}`` is not set...) is never
+started, and every profile claiming its platform waits for it. Which bot an account is, and so which claims
+it would serve, is known only once it runs (a Telegram bot's id comes from its token), so with several
+accounts of one platform a profile cannot be told apart from the one that needs the broken account: all of
+them wait until it is fixed or removed, with the account's errors (file, line, key, the variable) as reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,7 +34,7 @@ from ishiki_host.config.services import CHANNEL_GROUP, ENGINE_GROUPS, EXTENSION_
 from ishiki_host.config.validation import did_you_mean
 from ishiki_host.config.yamlio import Key, format_path
 from ishiki_host.errors import ConfigError, PluginNotFound, ProfileInvalid
-from ishiki_host.plugins.toolnames import static_tool_problems
+from ishiki_host.plugins.toolnames import static_tool_problems, static_tool_warnings
 
 if TYPE_CHECKING:
     from ishiki_host.config.models import ModelsConfig
@@ -33,7 +42,7 @@ if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.plugins.discovery import PluginRegistry
 
-__all__ = ["ProfileState", "State", "activate", "required_services"]
+__all__ = ["InvalidAccounts", "ProfileState", "State", "activate", "required_services"]
 
 State = Literal["ready", "waiting", "invalid", "skipped", "disabled"]
 
@@ -42,7 +51,8 @@ State = Literal["ready", "waiting", "invalid", "skipped", "disabled"]
 class ProfileState:
     """One profile directory after activation gating.
 
-    ``profile`` is set for ``ready``, ``waiting`` and ``skipped`` profiles; ``services`` lists what it needs.
+    ``profile`` is set for ``ready``, ``waiting`` and ``skipped`` profiles; ``services`` lists what it needs;
+    ``warnings`` never change the state.
     """
 
     id: str
@@ -53,6 +63,7 @@ class ProfileState:
     errors: tuple[ConfigError, ...] = ()
     missing: tuple[str, ...] = ()
     services: tuple[str, ...] = field(default=())
+    warnings: tuple[ConfigError, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape of one profile in ``ishiki check --json``."""
@@ -61,6 +72,7 @@ class ProfileState:
             "state": self.state,
             "errors": [e.as_dict() for e in self.errors],
             "missing": list(self.missing),
+            "warnings": [w.as_dict() for w in self.warnings],
         }
 
 
@@ -78,13 +90,24 @@ def required_services(profile: Profile, models: ModelsConfig) -> tuple[tuple[str
     return tuple(needs.items())
 
 
-def activate(loads: Sequence[ProfileLoad], registry: PluginRegistry, models: ModelsConfig) -> tuple[ProfileState, ...]:
+InvalidAccounts = Mapping[tuple[str, int], Sequence[ConfigError]]
+"""The errors of each invalid channel account, by ``(platform, index)`` (``HostConfig.invalid_accounts``)."""
+
+
+def activate(
+    loads: Sequence[ProfileLoad],
+    registry: PluginRegistry,
+    models: ModelsConfig,
+    invalid_accounts: InvalidAccounts | None = None,
+) -> tuple[ProfileState, ...]:
     """Gate each loaded profile, in the order given (sorted directory names)."""
     claims = ClaimIndex()
-    return tuple(_gate(load, registry, models, claims) for load in loads)
+    return tuple(_gate(load, registry, models, claims, invalid_accounts or {}) for load in loads)
 
 
-def _gate(load: ProfileLoad, registry: PluginRegistry, models: ModelsConfig, claims: ClaimIndex) -> ProfileState:
+def _gate(
+    load: ProfileLoad, registry: PluginRegistry, models: ModelsConfig, claims: ClaimIndex, accounts: InvalidAccounts
+) -> ProfileState:
     if load.disabled:
         return ProfileState(load.id, "disabled", load.directory, load.file)
     if load.profile is None:
@@ -94,6 +117,9 @@ def _gate(load: ProfileLoad, registry: PluginRegistry, models: ModelsConfig, cla
     services = tuple(name for name, _ in needs)
     missing = tuple(name for name in services if registry.spec(name) is None)
     errors = [_missing_error(load, name, path, registry) for name, path in needs if name in missing]
+    broken = _broken_accounts(profile, accounts)
+    missing += tuple(broken)
+    errors += [error for problems in broken.values() for error in problems]
     unmet = [*_unmet_requires(load, needs, registry), *static_tool_problems(load, registry)]
     state: State = "waiting" if missing else "ready"
     if unmet:
@@ -104,7 +130,18 @@ def _gate(load: ProfileLoad, registry: PluginRegistry, models: ModelsConfig, cla
         errors = [ProfileInvalid(overlap.describe(), file=load.file, line=load.line(path), path=format_path(path))]
     else:
         claims.add(load.id, profile.claims)
-    return ProfileState(load.id, state, load.directory, load.file, profile, tuple(errors), missing, services)
+    warnings = () if state == "invalid" else tuple(static_tool_warnings(load, registry))
+    return ProfileState(load.id, state, load.directory, load.file, profile, tuple(errors), missing, services, warnings)
+
+
+def _broken_accounts(profile: Profile, accounts: InvalidAccounts) -> dict[str, Sequence[ConfigError]]:
+    """The invalid accounts of the platforms ``profile`` claims, named as ``missing`` lists them."""
+    platforms = {sid.partition(":")[0] for sid in profile.claims.by_sid}
+    return {
+        f"channels.{platform}.accounts[{index}] (invalid in ishiki.yaml)": problems
+        for (platform, index), problems in sorted(accounts.items())
+        if platform in platforms
+    }
 
 
 def _missing_error(load: ProfileLoad, name: str, path: tuple[Key, ...], registry: PluginRegistry) -> ConfigError:

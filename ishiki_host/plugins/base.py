@@ -15,6 +15,12 @@ entry of ``channels.<platform>.accounts`` in ``ishiki.yaml`` for channels, and o
   ``None`` (the default) when its tools depend on the runtime (MCP servers, say). ``ishiki check`` uses them to
   report clashes before any turn runs (``ishiki_host.plugins.toolnames``).
 
+One method beyond ``create`` is optional, and it is the only plugin code ``ishiki check`` runs: an extension's
+``check(ctx, config)`` and a model API's ``check(provider, config_dir)`` report the problems of the files the
+plugin reads itself (the MCP extension's ``mcp.json``, the scripted model's rules file) as ``ConfigError``s,
+so ``ishiki check`` can say what ``ishiki run`` would log. They must only read: no processes, no network, no
+writes. What they raise is reported as that plugin's error, never a crash of the check.
+
 The host instantiates the class once and calls ``create`` once per runtime (per account for channels, per
 provider for model APIs). ``Channel`` lives in ``ishiki_host.channels.base`` and ``ModelAPI`` in
 ``ishiki_host.gateway.api``, beside the contracts they speak; both are re-exported here.
@@ -22,8 +28,11 @@ provider for model APIs). ``Channel`` lives in ``ishiki_host.channels.base`` and
 
 from __future__ import annotations
 
+import os
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from ishiki_host.channels.base import Channel
@@ -31,6 +40,8 @@ from ishiki_host.config.services import PLUGIN_API_VERSION, Plugin, PluginConfig
 from ishiki_host.gateway.api import ModelAPI
 
 if TYPE_CHECKING:
+    from ishiki_host.config.profile_types import Profile
+    from ishiki_host.errors import ConfigError
     from ishiki_host.plugins.runtime_api import (
         ContextEngineInstance,
         RuntimeContext,
@@ -42,6 +53,7 @@ __all__ = [
     "GROUPS",
     "PLUGIN_API_VERSION",
     "Channel",
+    "CheckContext",
     "ContextEngine",
     "Extension",
     "ModelAPI",
@@ -50,6 +62,16 @@ __all__ = [
     "ToolcallEngine",
     "WakeupEngine",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    """What ``Extension.check`` is told: the config directory, the profile that enables the extension, and the
+    environment ``${VAR}`` references would be expanded from (``os.environ`` unless a test gives another)."""
+
+    config_dir: Path
+    profile: Profile
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
 class ContextEngine(Plugin):
@@ -106,6 +128,14 @@ class Extension(Plugin):
         ``ctx`` is the runtime as its plugins see it; ``config`` is the validated ``extends.<name>.config``
         block with defaults.
         """
+
+    def check(self, ctx: CheckContext, config: PluginConfig) -> Sequence[ConfigError]:
+        """The problems of the files this extension reads for ``ctx.profile`` (none by default).
+
+        ``ishiki check`` calls it once per profile that enables the extension, with the same ``config`` that
+        ``create`` would get. Only read files here: the check must not start anything.
+        """
+        return ()
 
 
 GROUPS: Mapping[str, type[Plugin]] = {

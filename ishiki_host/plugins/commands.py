@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from ishiki_host.core.tools import TRUST_ORDER
 
 if TYPE_CHECKING:
+    from ishiki_host.config.profile_types import TrustConfig
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.plugins.runtime_api import RuntimeContext
 
@@ -73,6 +74,10 @@ class Command:
     def names(self) -> tuple[str, ...]:
         """The name, then the aliases."""
         return (self.name, *self.aliases)
+
+    def needs(self, trust: TrustConfig | None = None) -> TrustLevel:
+        """The level this command needs in a profile with ``trust``: its ``trust.commands`` entry, else its own."""
+        return trust.commands.get(self.name, self.trust) if trust is not None else self.trust
 
     @property
     def synopsis(self) -> str:
@@ -166,6 +171,10 @@ class HostView(Protocol):
 
     async def extension_status(self) -> Sequence[str]:
         """The ``ishiki_status`` lines of the runtime's extensions, in ``extends`` order."""
+        ...
+
+    async def channel_status(self) -> Sequence[str]:
+        """Lines about the runtime's channel connection: the input it set aside (none while all went well)."""
         ...
 
     async def tool_surface(self) -> Sequence[Tool]:

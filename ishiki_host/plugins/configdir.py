@@ -109,5 +109,5 @@ def load_config_dir(
     for directory in profile_directories(root):
         display = str(root / PROFILES_DIR / directory.name)
         loads.append(load_profile(directory, display, registry, models))
-    states = activate(loads, registry, models)
+    states = activate(loads, registry, models, host.invalid_accounts)
     return ConfigDir(root, host, models, states, registry, tuple(host_errors), tuple(models_errors))

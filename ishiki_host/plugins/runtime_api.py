@@ -242,12 +242,22 @@ class RuntimeContext(Protocol):
         ...
 
     async def wake(
-        self, prompt: str | None = None, *, priority: Priority = "interactive", info: Mapping[str, Json] | None = None
+        self,
+        prompt: str | None = None,
+        *,
+        priority: Priority = "interactive",
+        info: Mapping[str, Json] | None = None,
+        trust: TrustLevel | None = None,
     ) -> TurnHandle:
         """Start a turn now (queued behind a running one); a missing or blank prompt is "Continue.".
 
         ``info`` (JSON-able) is recorded in the turn's trigger (``turn.start``, ``Turn.triggers``), so hooks can
         tell which wake started a turn (heartbeats put ``{"heartbeat": <beat id>}`` there).
+
+        The turn runs at most at ``trust``, and, when ``wake`` is called from a turn's work (one of its tool
+        calls, a task started from one, its ``ishiki_turn_finished``), at most at that turn's level: work a
+        turn schedules never runs above the turn that scheduled it. Record ``ToolContext.trust`` with work you
+        keep for later (a queue, a table) and pass it here when it runs.
         """
         ...
 

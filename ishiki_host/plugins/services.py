@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 if TYPE_CHECKING:
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.store.memory_store import MemoryStore
+    from ishiki_host.store.repos.memory_types import ScopeMode
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "HostServices", "RuntimeDirectory", "ServiceKey", "Spawn"]
 
@@ -71,6 +72,7 @@ class HostServices:
         memory: MemoryStore | None = None,
         memory_error: str | None = None,
         memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        memory_scope: ScopeMode = "sender",
         runtimes: RuntimeDirectory | None = None,
         spawn: Spawn | None = None,
     ):
@@ -78,6 +80,7 @@ class HostServices:
         self.memory = memory
         self.memory_error = memory_error
         self.memory_limit = memory_limit
+        self.memory_scope: ScopeMode = memory_scope  # memory.scope of ishiki.yaml: which memories a reader recalls
         self.runtimes = runtimes
         self._spawn = spawn
         self._shared: dict[str, object] = {}

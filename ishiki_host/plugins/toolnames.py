@@ -12,6 +12,18 @@ host can check what extension classes declare in ``tool_names``:
 
 An extension that declares nothing (``tool_names = None``: its tools come from elsewhere, like MCP servers) is
 left out of the first two checks and turns the third off. Each problem makes the profile ``invalid``.
+
+What the declarations cannot show is a warning (``static_tool_warnings``; the profile still runs, ``ishiki
+check`` prints it and keeps its exit status):
+
+- a ``codemode.direct`` or ``toolsearch.resident`` entry that no declared tool has, while some extension
+  declares nothing (it may be one of that extension's tools, or a typo: only a turn will tell);
+- an extension that declares nothing while another enabled extension declares nothing either: two unknown
+  sets of names may clash, and nothing before a turn can say.
+
+Running an extension to ask its tools is not an option here: ``create`` may start processes, open
+connections or write files, and a check must not. So ``ishiki new plugin extension`` declares ``tool_names``
+and its generated test keeps the declaration equal to what the instance offers.
 """
 
 from __future__ import annotations
@@ -28,7 +40,14 @@ if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.config.services import ServiceCatalog
 
-__all__ = ["CODEMODE_TOOL", "KERNEL_TOOLS", "SEARCH_TOOL", "host_tool_names", "static_tool_problems"]
+__all__ = [
+    "CODEMODE_TOOL",
+    "KERNEL_TOOLS",
+    "SEARCH_TOOL",
+    "host_tool_names",
+    "static_tool_problems",
+    "static_tool_warnings",
+]
 
 KERNEL_TOOLS = ("read", "send_message", "finish", "wait")
 CODEMODE_TOOL = "codemode"
@@ -69,18 +88,48 @@ def static_tool_problems(load: ProfileLoad, catalog: ServiceCatalog) -> list[Con
     return problems
 
 
+def static_tool_warnings(load: ProfileLoad, catalog: ServiceCatalog) -> list[ConfigError]:
+    """What the declarations of a loaded profile's extensions cannot show (see the module docstring)."""
+    profile = load.profile
+    if profile is None:
+        return []
+    specs = [(use.name, catalog.spec(use.service)) for use in profile.extends]
+    undeclared = [name for name, spec in specs if spec is not None and spec.tool_names is None]
+    if not undeclared:
+        return []
+    declared = (name for _, spec in specs if spec is not None for name in spec.tool_names or ())
+    known = (*host_tool_names(profile), *declared)
+    listed = ", ".join(repr(name) for name in undeclared)
+    who = f"extension {listed} declares" if len(undeclared) == 1 else f"extensions {listed} declare"
+    why = f"{who} no tool names (tool_names), so only a turn will tell"
+    warnings = [
+        _problem(load, path, f"no declared tool is named {name!r}{did_you_mean(name, known)}; {why}")
+        for path, name in _unknown_entries(profile, known)
+    ]
+    if len(undeclared) > 1:
+        for name in undeclared:
+            others = ", ".join(repr(other) for other in undeclared if other != name)
+            message = f"extension {name!r} declares no tool names (tool_names), nor does {others}: a clash among "
+            warnings.append(_problem(load, ("extends", name), message + "their tools shows only when a turn runs"))
+    return warnings
+
+
 def _unknown_names(load: ProfileLoad, profile: Profile, known: tuple[str, ...]) -> Iterator[ConfigError]:
-    lists: list[tuple[str, tuple[str, ...]]] = []
+    for path, name in _unknown_entries(profile, known):
+        yield _problem(load, path, f"no tool is named {name!r}{did_you_mean(name, known)}")
+
+
+def _unknown_entries(profile: Profile, known: tuple[str, ...]) -> Iterator[tuple[tuple[Key, ...], str]]:
+    """The key path and name of each ``codemode.direct`` / ``toolsearch.resident`` entry not in ``known``."""
+    lists: list[tuple[str, str, tuple[str, ...]]] = []
     if profile.codemode is not None:
-        lists.append(("codemode", tuple(profile.codemode.direct)))
+        lists.append(("codemode", "direct", tuple(profile.codemode.direct)))
     if profile.toolsearch is not None:
-        lists.append(("toolsearch", tuple(profile.toolsearch.resident)))
-    key = {"codemode": "direct", "toolsearch": "resident"}
-    for section, names in lists:
+        lists.append(("toolsearch", "resident", tuple(profile.toolsearch.resident)))
+    for section, key, names in lists:
         for index, name in enumerate(names):
             if name not in known:
-                message = f"no tool is named {name!r}{did_you_mean(name, known)}"
-                yield _problem(load, (section, key[section], index), message)
+                yield (section, key, index), name
 
 
 def _problem(load: ProfileLoad, path: tuple[Key, ...], message: str) -> ConfigError:

@@ -7,13 +7,13 @@ leaves half a file where a reader expects a whole one.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from ishiki_host.errors import ResourceError
+from ishiki_host.config.jsonio import load_json
+from ishiki_host.errors import ConfigError, ResourceError
 
 __all__ = ["TMP_PREFIX", "discard", "finish", "new_temp", "place", "read_json", "read_limited", "write_atomic"]
 
@@ -85,10 +85,12 @@ def read_limited(path: Path, limit: int, what: str) -> bytes:
 
 def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object file, or ``None`` when it does not exist."""
-    try:
-        value = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return None
+    try:
+        value = load_json(path, path.name, ConfigError).data
+    except ConfigError as exc:
+        raise ResourceError("read_failed", exc.message) from exc
     if not isinstance(value, dict):
         raise ResourceError("read_failed", f"{path.name} is not a JSON object")
     return value

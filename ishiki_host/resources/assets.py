@@ -9,7 +9,10 @@ them); it is never shown to the model.
 
 On disk: ``assets/<id>.json`` (what is known; written last, so its presence means the asset exists) and
 ``assets/<id>.data`` (the bytes). Eager ids are the content hash, so the same file captured twice is stored once.
-URLs are ``asset://<id><ext>``; the extension is only a hint.
+URLs are ``asset://<id><ext>``; the extension is only a hint. ``data_path(url)`` is where an asset's bytes are
+(or will be, for a lazy one), and ``asset_files(path)`` the files to remove to delete it, metadata first: the
+host lists each capture in the memory database and its clean-up beat removes old ones
+(``ishiki_host.heartbeat.janitor``).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ishiki_host.errors import ResourceError
 from ishiki_host.resources import _files
 from ishiki_host.resources.center import Resource, ResourceRequest
 from ishiki_host.resources.sniff import extension_for, guess_media_type
-from ishiki_host.resources.urls import format_resource_url
+from ishiki_host.resources.urls import format_resource_url, parse_resource_url
 
 if TYPE_CHECKING:
     from ishiki_host.resources.urls import ResourceURL
@@ -41,6 +44,7 @@ __all__ = [
     "AssetFetchers",
     "AssetStore",
     "ByteSource",
+    "asset_files",
 ]
 
 DEFAULT_ASSET_MAX_BYTES = 50 * 1024 * 1024
@@ -49,6 +53,17 @@ AssetFetcher = Callable[[Mapping[str, Any]], Awaitable[ByteSource]]
 """Downloads a lazily captured asset from its locator; returns the bytes or an async byte stream."""
 
 _ID = re.compile(r"[0-9a-f]{32}")
+_DATA_SUFFIX, _META_SUFFIX = ".data", ".json"
+
+
+def asset_files(path: Path) -> tuple[Path, ...]:
+    """The files to remove to delete what is stored at ``path``: for an asset's bytes (``assets/<id>.data``)
+    its metadata first (once it is gone the asset no longer exists, so no read finds it half deleted), then the
+    bytes; any other file is just itself."""
+    stem, suffix = path.name[: -len(_DATA_SUFFIX)], path.name[-len(_DATA_SUFFIX) :]
+    if path.parent.name == "assets" and suffix == _DATA_SUFFIX and _ID.fullmatch(stem):
+        return (path.with_name(stem + _META_SUFFIX), path)
+    return (path,)
 
 
 class AssetFetchers:
@@ -197,6 +212,14 @@ class AssetStore:
             media_type=meta.get("mediaType"), size=meta.get("size"), name=meta.get("name"), meta=_shown(meta)
         )
 
+    def data_path(self, url: str) -> Path:
+        """Where the bytes of the asset at ``url`` are (a lazy one's once fetched); ``ResourceError`` for a URL
+        that is not an asset's."""
+        parsed = parse_resource_url(url)
+        if parsed.scheme != "asset":
+            raise ResourceError("invalid_resource_uri", f"{url}: not an asset:// URL")
+        return self._data_path(self._parse(parsed))
+
     def _parse(self, url: ResourceURL) -> str:
         if url.path_segments or set(url.params) - {"view"}:
             raise ResourceError("invalid_resource_uri", f"{url}: an asset URL is asset://<id> with nothing after it")
@@ -268,10 +291,10 @@ class AssetStore:
         await anyio.to_thread.run_sync(_files.write_atomic, self._meta_path(asset_id), data)
 
     def _meta_path(self, asset_id: str) -> Path:
-        return self.root / f"{asset_id}.json"
+        return self.root / f"{asset_id}{_META_SUFFIX}"
 
     def _data_path(self, asset_id: str) -> Path:
-        return self.root / f"{asset_id}.data"
+        return self.root / f"{asset_id}{_DATA_SUFFIX}"
 
 
 def _shown(meta: Mapping[str, Any]) -> dict[str, Any]:

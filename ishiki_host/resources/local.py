@@ -12,6 +12,11 @@ The host's own state in the home is hidden: names matching ``hidden`` (by defaul
 temporary files) are neither listed nor read, even through a symlink, and look missing (``not_found``): a turn
 of any trust level can call ``read``, and the fact log holds what other turns saw.
 
+Folders another scheme serves (``owned``: ``artifacts`` by ``artifact://``, ``assets`` by ``asset://``) are not
+served here either, even through a symlink: that scheme checks each file's own level (an owner-only tool's
+archived output is the owner's), and ``local://`` would skip the check. They are left out of listings, and a
+read names the scheme to use instead (``forbidden``).
+
 Hard links are not detected: a hard link looks like any file, and the runtime home is written only by the
 host (assets, artifacts, the fact log). Confining a directory other tools write into is the workspace
 extension's job, which refuses links there.
@@ -23,7 +28,7 @@ import errno
 import fnmatch
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import anyio
@@ -32,9 +37,10 @@ from ishiki_host.errors import ResourceError
 from ishiki_host.resources.center import Resource, ResourceRequest
 from ishiki_host.resources.sniff import guess_media_type
 
-__all__ = ["DEFAULT_HIDDEN", "LocalFiles"]
+__all__ = ["DEFAULT_HIDDEN", "DEFAULT_OWNED", "LocalFiles"]
 
 DEFAULT_HIDDEN = ("facts.jsonl*", "*.lock", ".tmp-*")
+DEFAULT_OWNED: Mapping[str, str] = {"artifacts": "artifact", "assets": "asset"}
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -43,13 +49,15 @@ def _inside(path: str, root: str) -> bool:
 
 
 class LocalFiles:
-    """The ``local://`` handler of one runtime, confined to ``home``; ``hidden`` are glob patterns of names."""
+    """The ``local://`` handler of one runtime, confined to ``home``; ``hidden`` are glob patterns of names,
+    ``owned`` the home's top folders another scheme serves (folder name: scheme)."""
 
     views: tuple[str, ...] = ()
 
-    def __init__(self, home: Path, *, hidden: Iterable[str] = DEFAULT_HIDDEN):
+    def __init__(self, home: Path, *, hidden: Iterable[str] = DEFAULT_HIDDEN, owned: Mapping[str, str] = DEFAULT_OWNED):
         self.home = Path(home)
         self.hidden = tuple(hidden)
+        self.owned = dict(owned)
 
     def _is_hidden(self, parts: Iterable[str]) -> bool:
         return any(fnmatch.fnmatchcase(part, pattern) for part in parts for pattern in self.hidden)
@@ -66,7 +74,12 @@ class LocalFiles:
             meta = {"kind": "directory", "modified": info.st_mtime}
             if not request.wants_content:
                 return Resource(media_type="inode/directory", name=name, meta=meta)
-            listing = "\n".join(entry for entry in _listing(path) if not self._is_hidden([entry.rstrip("/")]))
+            top = os.path.realpath(path) == os.path.realpath(self.home)
+            listing = "\n".join(
+                entry
+                for entry in _listing(path)
+                if not self._is_hidden([entry.rstrip("/")]) and not (top and entry.rstrip("/") in self.owned)
+            )
             return Resource(text=listing, media_type="inode/directory", name=name, meta=meta)
         meta = {"kind": "file", "modified": info.st_mtime}
         if not request.wants_content:
@@ -80,8 +93,12 @@ class LocalFiles:
         target = os.path.realpath(os.path.join(root, *segments))
         if not _inside(target, root):
             raise ResourceError("invalid_resource_uri", f"{shown} leads outside the runtime home (a symlink)")
-        if self._is_hidden(segments) or self._is_hidden(os.path.relpath(target, root).split(os.sep)):
+        relative = os.path.relpath(target, root).split(os.sep)
+        if self._is_hidden(segments) or self._is_hidden(relative):
             raise ResourceError("not_found", f"{shown} does not exist")
+        owner = self.owned.get(relative[0]) or (self.owned.get(segments[0]) if segments else None)
+        if owner is not None:
+            raise ResourceError("forbidden", f"{shown} is served by {owner}://, which checks who may read each file")
         try:
             info = os.stat(target)
         except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a path that goes on past a file

@@ -15,6 +15,7 @@ from ishiki_host.core.tools import trust_allows
 from ishiki_host.errors import CommandError, IshikiError
 
 if TYPE_CHECKING:
+    from ishiki_host.core.tools import TrustLevel
     from ishiki_host.plugins.commands import Command, CommandContext, CommandTable
 
 __all__ = ["CommandResult", "refusal", "run_command"]
@@ -31,9 +32,9 @@ class CommandResult:
     reply: str | None
 
 
-def refusal(command: Command, typed: str) -> str:
-    """The short reply to a sender below the command's trust level."""
-    who = "my owner" if command.trust == "owner" else "people I trust"
+def refusal(needed: TrustLevel, typed: str) -> str:
+    """The short reply to a sender below the level a command needs: who may use it."""
+    who = "my owner" if needed == "owner" else "people I trust"
     return f"Sorry, /{typed} is only for {who}."
 
 
@@ -43,8 +44,9 @@ async def run_command(table: CommandTable, ctx: CommandContext, text: str) -> Co
     if found is None:
         return None
     command = found.command
-    if not trust_allows(ctx.trust, command.trust):
-        refused = refusal(command, found.typed)
+    needed = command.needs(ctx.runtime.profile.trust)
+    if not trust_allows(ctx.trust, needed):
+        refused = refusal(needed, found.typed)
         await ctx.reply(refused)
         return CommandResult(command, "refused", refused)
     status: Literal["ok", "failed"] = "ok"

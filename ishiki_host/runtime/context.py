@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, NoReturn
 
+from ishiki_host.runtime.scheduled import TRUST_CEILING, ceiling_of, running_level
+
 if TYPE_CHECKING:
     import logging
     import random
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.model import LanguageModel, Priority
+    from ishiki_host.core.tools import TrustLevel
     from ishiki_host.core.turns import TurnHandle
     from ishiki_host.jsontypes import Json
     from ishiki_host.plugins.runtime_api import TurnView
@@ -202,11 +205,21 @@ class PluginContext:
         self._spawn(fn, name)
 
     async def wake(
-        self, prompt: str | None = None, *, priority: Priority = "interactive", info: Mapping[str, Json] | None = None
+        self,
+        prompt: str | None = None,
+        *,
+        priority: Priority = "interactive",
+        info: Mapping[str, Json] | None = None,
+        trust: TrustLevel | None = None,
     ) -> TurnHandle:
-        """Queue a turn with ``prompt`` (missing or blank: "Continue."); ``info`` goes into its trigger."""
+        """Queue a turn with ``prompt`` (missing or blank: "Continue."); ``info`` goes into its trigger, with
+        the ceiling of its level (``trust``, the level of the turn whose work calls this; the lowest wins)."""
         text = prompt if prompt is not None and prompt.strip() else "Continue."
-        return await self.agent.continue_(text, priority=priority, reason="wake", info=info)
+        trigger = dict(info or {})
+        limit = ceiling_of([trigger, {TRUST_CEILING: trust}, {TRUST_CEILING: running_level()}])
+        if limit is not None:
+            trigger[TRUST_CEILING] = limit
+        return await self.agent.continue_(text, priority=priority, reason="wake", info=trigger)
 
     async def notice(self, text: str, target: Target | None = None) -> bool:
         """One line from the host to ``target`` (default: where the persona replies); whether it went out."""

@@ -11,7 +11,9 @@ stages, its agent hook and its part of the system prompt:
   without entering the model's list (unless ``codemode.direct`` names it).
 - **Per step** (the hook's ``prepare_step``, after the runtime's trust filter): when a search discovered
   tools or the turn's trust dropped since the list was made, the list is made again from the turn's tools,
-  so discoveries are callable from the next step and a lower trust shrinks the programs' tools too.
+  so discoveries are callable from the next step and a lower trust shrinks the programs' tools too. Every
+  step of the runner starts again from the turn's first list, so a list made again is kept and given to each
+  later step of the turn: a discovery stays callable for the rest of the turn, not only the step after it.
 - **Persistence**: discoveries are written as ``catalog`` entries after the step's batch (``turn.step``),
   or at the turn's end; the catalogue is written when a turn's deferrable tools differ from the last one.
 """
@@ -86,6 +88,7 @@ class ToolDisclosure:
             self._search = make_search_tool(self._finder, self.trust)
         self._turn_tools: list[Tool] = []
         self._shown: tuple[int, TrustLevel] | None = None
+        self._redone: list[Tool] | None = None  # the list made again within the running turn, if any
         self._program_cache: tuple[tuple[Tool, ...], Tool] | None = None
 
     def install(self, surface: ToolSurface, bus: EventBus) -> None:
@@ -142,6 +145,7 @@ class ToolDisclosure:
     def _begin(self, tools: Sequence[Tool], trust: TrustLevel) -> None:
         self._turn_tools = list(tools)
         self._shown = (self.catalog.version, trust)
+        self._redone = None
 
     def _fold(self, tools: Sequence[Tool], trust: TrustLevel) -> list[Tool]:
         assert self._codemode is not None
@@ -171,6 +175,13 @@ class ToolDisclosure:
         """Whether a discovery or a lower trust changed what the model should see since the list was made."""
         return self._shown is not None and self._shown != (self.catalog.version, trust)
 
+    def step_tools(self, trust: TrustLevel) -> list[Tool] | None:
+        """The model's list for a later step of the turn at ``trust``: made again when stale, else the one made
+        last in this turn; ``None`` while the turn's first list still holds."""
+        if self.stale(trust):
+            self._redone = self.redisclose(trust)
+        return self._redone
+
     def redisclose(self, trust: TrustLevel) -> list[Tool]:
         """The model's list made again from the turn's tools, at ``trust``."""
         tools: list[Tool] = list(self._turn_tools)
@@ -192,16 +203,18 @@ class ToolDisclosure:
 
 
 class _DisclosureHooks(AgentHooks):
-    """Redoes the model's list at a step when a discovery or a lower trust made it stale."""
+    """Gives each later step the list as the turn's discoveries and trust make it (``ToolDisclosure.step_tools``)."""
 
     def __init__(self, disclosure: ToolDisclosure):
         self._disclosure = disclosure
 
     async def prepare_step(self, step: Step) -> None:
-        """From the second step on, the list again when it is stale."""
-        trust = self._disclosure.trust()
-        if step.index > 1 and self._disclosure.stale(trust):
-            step.tools[:] = self._disclosure.redisclose(trust)
+        """From the second step on, the list made again when a discovery or a lower trust changed it."""
+        if step.index == 1:
+            return
+        tools = self._disclosure.step_tools(self._disclosure.trust())
+        if tools is not None:
+            step.tools[:] = tools
 
 
 def _same(a: Tool, b: Tool) -> bool:

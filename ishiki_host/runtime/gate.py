@@ -3,6 +3,11 @@
 ``CommandGate`` is the runtime's first inbound filter (see ``AgentRuntime.add_inbound_filter``). For each event,
 before anything is written to the fact log:
 
+0. The channel's switch (``/channels``, ``plugin_settings`` kind ``channel``, named by the account
+   ``platform:selfId``). While the account is switched off for the profile, the profile is not there: every
+   event from it is consumed unanswered and unstored (no turn, no refusal notice, nothing in the fact log),
+   except ``/channels`` from a sender allowed to use it (``trusted``), which is answered so the channel can be
+   switched back on where it was switched off.
 1. The sender's admission by the profile's ``TrustPolicy`` (``ishiki_host.runtime.trust``). A ``refused``
    sender (unlisted, with ``allow_unlisted: false``) gets ``REFUSAL_TEXT`` once (``Refusals``) and the event
    is consumed: nothing reaches the log or the model.
@@ -25,9 +30,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ishiki_host.config.services import EXTENSION_GROUP, service_name
+from ishiki_host.core.tools import trust_allows
 from ishiki_host.plugins.commands import CommandTable
 from ishiki_host.runtime.command_runner import run_command
-from ishiki_host.runtime.switches import enabled_extensions
+from ishiki_host.runtime.switches import channel_enabled, enabled_extensions
 from ishiki_host.runtime.tracker import event_sender
 from ishiki_host.runtime.trust import REFUSAL_TEXT, Refusals
 
@@ -38,13 +44,14 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.runtime.extensions import MountedExtensions
     from ishiki_host.runtime.notices import Notices
-    from ishiki_host.runtime.trust import TrustPolicy
+    from ishiki_host.runtime.trust import Admission, TrustPolicy
 
 __all__ = ["CommandGate", "Invocation"]
 
 logger = logging.getLogger(__name__)
 
 _EXTENSION_PREFIX = EXTENSION_GROUP + "."
+_CHANNELS_COMMAND = "channels"  # the host's command answered on a channel switched off, to switch it on again
 
 
 class CommandGate:
@@ -80,12 +87,29 @@ class CommandGate:
         """The inbound filter: ``True`` when the event was answered here and must not be ingested."""
         sender = event_sender(event)
         admission = self.policy.admit(sender)
+        if not await channel_enabled(self._rt.services.memory, self._rt.profile.id, event.sid):
+            await self._while_off(sender, admission, event)
+            return True
         if admission == "refused":
             await self._refuse(sender, event)
             return True
         if event.kind != "message.created" or not event.content.lstrip().startswith("/"):
             return False
         return await self._command(sender or "unknown", admission, event)
+
+    async def _while_off(self, sender: str | None, admission: Admission, event: IshikiEvent) -> None:
+        """A switched-off channel: answer ``/channels`` of a sender it allows, drop the rest unanswered."""
+        found = self.table.match(event.content) if event.kind == "message.created" else None
+        if (
+            found is not None
+            and admission != "refused"
+            and found.command.name == _CHANNELS_COMMAND
+            and self.table.source(_CHANNELS_COMMAND) == "host"
+            and trust_allows(admission, found.command.needs(self._rt.profile.trust))  # below: silence, no refusal
+        ):
+            await self._command(sender or "unknown", admission, event)
+            return
+        logger.debug("%s: %s from %s dropped: channel %s is switched off", self._rt.key, event.kind, sender, event.sid)
 
     async def _refuse(self, sender: str | None, event: IshikiEvent) -> None:
         key = sender or f"{event.sid} {event.channel_id}"

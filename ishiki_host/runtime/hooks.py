@@ -1,5 +1,7 @@
 """The runtime's own agent hooks, composed after the engines' hooks.
 
+- **Trust in the window.** Content above the turn's level (a higher turn's tool results, an owner's message
+  from another chat, a summary covering either) reaches the model as a placeholder (``runtime.redaction``).
 - **Trust when a tool is called.** Before each step the tools above the turn's trust level are removed (a message that
   joined the turn may have lowered it), and a call to such a tool is blocked even if a model names it.
 - **Large outputs.** A tool result longer than ``resources.artifactThresholdChars`` is archived as
@@ -15,15 +17,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.hooks import AgentHooks, Block, Stop
 from ishiki_host.core.tools import ToolResult, trust_allows
+from ishiki_host.runtime.redaction import hide_above
 
 if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
+    from ishiki_host.core.entries import Entry
     from ishiki_host.core.factlog import FactLog
     from ishiki_host.core.messages import Message, ToolCall
     from ishiki_host.core.turns import Step, ToolCallRecord
@@ -86,6 +91,9 @@ class RuntimeHooks(AgentHooks):
         if step.index > 1:
             self._admit_joined()
         trust = self._turn().trust
+        setup = step.turn.setup
+        if setup is not None and setup.trust != trust:
+            step.turn.setup = dataclasses.replace(setup, trust=trust)  # what the calls' contexts say
         step.tools[:] = [tool for tool in step.tools if trust_allows(trust, tool.trust)]
 
     async def before_tool_call(self, call: ToolCall, step: Step) -> Block | None:
@@ -114,6 +122,12 @@ class RuntimeHooks(AgentHooks):
             logger.exception("could not archive the output of %s; passing it on whole", call.name)
             return result
         return ToolResult(archived.content, result.is_error, result.data)
+
+    async def transform_entries(self, entries: list[Entry], step: Step) -> list[Entry]:
+        """Content above the turn's level becomes a placeholder (``runtime.redaction``)."""
+        turn = self._turn()
+        chats = None if self._profile.mode == "channel" else turn.targets()
+        return hide_above(entries, turn.trust, chats)
 
     async def transform_messages(self, messages: list[Message], step: Step) -> list[Message]:
         """Resolve image parts for the model."""

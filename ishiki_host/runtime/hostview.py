@@ -4,23 +4,29 @@
   from the gateway (``fake:fake-model: breaker closed``; an open breaker says when it is probed again and its
   last error). A model without members (a test model) is shown by name.
 - ``extension_status``: the ``ishiki_status`` lines of the extensions switched on, then which are off.
+- ``channel_status``: what the runtime's channel connection set aside (``setAside`` and ``lastSetAside`` of
+  its optional ``status()``, ``ishiki_host.channels.base``); nothing while it set nothing aside.
 - ``tool_surface``: every tool a turn could be offered before switches and trust filter it (the owner's
   extra tools, the kernel tools, the extensions' tools, ``wait``), as ``/tools`` lists and switches them.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.runtime.switches import enabled_extensions
 
 if TYPE_CHECKING:
+    from ishiki_host.channels.base import ChannelConnection
     from ishiki_host.core.tools import Tool
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.runtime.extensions import MountedExtensions
 
-__all__ = ["RuntimeView", "breaker_line"]
+__all__ = ["RuntimeView", "breaker_line", "set_aside_line"]
+
+logger = logging.getLogger(__name__)
 
 
 def breaker_line(member: str, status: Mapping[str, Any]) -> str:
@@ -38,6 +44,20 @@ def breaker_line(member: str, status: Mapping[str, Any]) -> str:
     return line
 
 
+def set_aside_line(label: str, status: Mapping[str, Any]) -> str | None:
+    """``channel <label>: N inputs set aside (last: <id>, <why>)`` from a connection's ``status()``, or ``None``
+    while it set nothing aside."""
+    count = status.get("setAside")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    line = f"channel {label}: {count} input{'s' if count != 1 else ''} set aside"
+    last = status.get("lastSetAside")
+    if isinstance(last, Mapping):
+        why = " ".join(str(last.get("why") or "").split())
+        line += f" (last: {last.get('updateId')}{', ' + why if why else ''})"
+    return line + "; see the channel's log"
+
+
 class RuntimeView:
     """The ``HostView`` of one runtime (see the module docstring)."""
 
@@ -47,11 +67,13 @@ class RuntimeView:
         extensions: MountedExtensions,
         tools: Callable[[], Sequence[Tool]],
         wait: Callable[[], Tool | None],
+        connection: Callable[[], ChannelConnection | None] = lambda: None,
     ):
         self._rt = runtime
         self._extensions = extensions
         self._tools = tools
         self._wait = wait
+        self._connection = connection
 
     async def model_status(self) -> Sequence[str]:
         """The model and its members' breaker states."""
@@ -78,6 +100,21 @@ class RuntimeView:
         if off:
             lines.append(f"extensions switched off: {', '.join(off)}")
         return lines
+
+    async def channel_status(self) -> Sequence[str]:
+        """The inputs the runtime's connection set aside, when it reports any (a cross-mode runtime has no one
+        connection: nothing)."""
+        report = getattr(self._connection(), "status", None)
+        if not callable(report):
+            return []
+        try:
+            status = report()
+        except Exception:  # a status that fails must not take /status down with it
+            logger.exception("the status() of %s's connection failed", self._rt.key.sid)
+            return []
+        sid = self._rt.key.sid
+        line = set_aside_line(sid, status) if sid is not None and isinstance(status, Mapping) else None
+        return [line] if line is not None else []
 
     async def tool_surface(self) -> Sequence[Tool]:
         """Every tool a turn could offer before switches and trust filter it."""

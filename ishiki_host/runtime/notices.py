@@ -4,6 +4,10 @@ A notice is the host speaking, not the persona: it goes straight through the cha
 noted, so the platform's echo is dropped), never through the persona's outbox, and the fact log does not
 record it. Without a target it goes where the persona replies (the runtime's own channel, or in cross mode
 the channel of the running turn's newest message, else of the last inbound message).
+
+``show_failure`` is for the operator, not the chat: it hands a failed turn's reason to a connection that has
+the optional ``show_failure(channel_id, reason)`` (the console, whose user sits at the host: a dim line), and
+does nothing on the others.
 """
 
 from __future__ import annotations
@@ -55,3 +59,13 @@ class Notices:
         if result.ids:
             self._outlets.note_sent(target.sid, target.channel_id, result.ids)
         return result.error is None
+
+    def show_failure(self, target: Target, reason: str) -> None:
+        """Show why a turn failed to the operator of ``target``'s connection, if it has a place for that."""
+        show = getattr(self._outlets.connection(target.sid), "show_failure", None)
+        if not callable(show):
+            return
+        try:
+            show(target.channel_id, reason)
+        except Exception:
+            logger.warning("%s: showing a failure on %s failed", self._key, target, exc_info=True)

@@ -46,6 +46,8 @@ from ishiki_host.errors import AgentStopped
 from ishiki_host.gateway.attribution import TurnCallModel, in_runtime
 from ishiki_host.jsontypes import Json
 from ishiki_host.resources import create_runtime_resources
+from ishiki_host.runtime.apology import FailureReplies
+from ishiki_host.runtime.captures import CaptureLedger
 from ishiki_host.runtime.context import PluginContext
 from ishiki_host.runtime.extensions import MountedExtensions
 from ishiki_host.runtime.gate import CommandGate
@@ -66,6 +68,7 @@ from ishiki_host.runtime.trust import TrustPolicy
 from ishiki_host.runtime.waiter import Waiter
 from ishiki_host.sessions.manager import SessionManager
 from ishiki_host.sessions.summarizer import Summarizer
+from ishiki_host.sessions.threshold import compact_if_needed
 from ishiki_host.tools.kernel import make_finish_tool, make_send_message_tool, make_wait_tool
 from ishiki_host.tools.read import make_read_tool
 
@@ -84,6 +87,7 @@ if TYPE_CHECKING:
     from ishiki_host.runtime.disclosure import ToolDisclosure
     from ishiki_host.runtime.parts import ProfileParts, SharedParts
     from ishiki_host.runtime.surface import ToolSurface
+    from ishiki_host.store.repos.images import ImagesRepo
 
 __all__ = ["AgentRuntime", "InboundFilter"]
 
@@ -139,11 +143,14 @@ class AgentRuntime:
             outlets=shared.outlets,
             shutdown_grace=shared.shutdown_grace,
         )
+        self._notices = Notices(key, shared.outlets, self._default_target)
+        apology = FailureReplies(
+            parts.profile.failure_reply, self._notices.notice, self._notices.show_failure, self._logger
+        )
         self._tracker = TurnTracker(
             TrustPolicy(parts.profile.trust), key.sid, self._waiter, self._lifecycle, self._logger,
-            finished=self._turn_finished,
+            finished=self._turn_finished, closing=apology.turn_ended,
         )  # fmt: skip
-        self._notices = Notices(key, shared.outlets, self._default_target)
         self._context = PluginContext(
             key,
             parts,
@@ -168,12 +175,16 @@ class AgentRuntime:
 
             self._disclosure = ToolDisclosure(self._context)
             self._disclosure.install(self._surface, self._bus)
-        view = RuntimeView(self._context, self._extensions, self._base_tools, self._wait_tool)
+        view = RuntimeView(
+            self._context, self._extensions, self._base_tools, self._wait_tool,
+            connection=lambda: shared.outlets.connection(key.sid) if key.sid is not None else None,
+        )  # fmt: skip
         self._gate = CommandGate(
             self._context, self._tracker.policy, self._extensions, view, self._notices, shared.commands
         )
         self._filters: list[InboundFilter] = [self._gate]
         self._recent = RecentInbound()
+        self._captures = CaptureLedger(str(key), shared.data_dir, lambda: _images_of(shared), self._logger)
         self._tools_source = _TurnTools(
             self._extra_tools, self._kernel_tools, self._wait_tool, self._turn_extension_tools
         )
@@ -254,6 +265,7 @@ class AgentRuntime:
                     if await inbound_filter(event):
                         return None
                 kept, problems = await capture_attachments(started.resources.assets, attachments)
+                await self._captures.record(started.resources.assets, kept)  # logs a failure, never raises it
                 data = inbound_message(event, self._tracker.sender_level(event), kept)
                 if problems:
                     data["attachment_errors"] = problems
@@ -348,6 +360,7 @@ class AgentRuntime:
             clock=clock,
             max_steps=parts.profile.max_steps,
             shutdown_grace=shared.shutdown_grace,
+            before_turn=self._before_turn,
         )
         self._lifecycle.bind_agent(agent)
         sessions = SessionManager(
@@ -358,6 +371,7 @@ class AgentRuntime:
             summarizer=Summarizer(TurnCallModel(parts.model)),  # it logs its own usage
             trust_of=tracker.policy.of_entry,
             on_carried=tracker.seed_pending,
+            unanswered=tracker.unanswered,
         )
         wait = make_wait_tool(self._waiter)
         self._started = Started(log, resources, outbox, images, kernel, wait, engines, agent, sessions)
@@ -414,6 +428,18 @@ class AgentRuntime:
             except Exception:
                 self._logger.exception("the wakeup engine's dispose failed")
 
+    async def _before_turn(self) -> None:
+        """``session.summarizer: manual``: compact a session over its threshold before the turn runs."""
+        session = self._parts.profile.session
+        if session.summarizer != "manual":
+            return
+        await compact_if_needed(
+            self._need_started().sessions,
+            context_window=self._parts.context_window,
+            threshold=session.compact_threshold,
+            notify=self._context.notice,
+        )
+
     async def _wake_for_waiter(self, prompt: str | None, info: Mapping[str, object]) -> None:
         await self._need_started().agent.continue_(prompt, reason="wait", info=dict(info))
 
@@ -449,6 +475,12 @@ class AgentRuntime:
             if engine is not None:
                 sections.append(await engine.instructions())
         return join_sections(sections)
+
+
+def _images_of(shared: SharedParts) -> ImagesRepo | None:
+    """The ``images`` table of the host's memory database, when it is open."""
+    store = shared.services.memory
+    return store.images if store is not None else None
 
 
 class _TurnTools:

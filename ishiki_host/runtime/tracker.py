@@ -4,11 +4,13 @@ trust and what it sent, where the conversation last spoke, and the bus handlers 
 In the bus's ``track`` phase (before engines and extensions react): ``message.appended`` adds inbound entries
 to the pending ones, notes their channel (``last_target``) and counts them for the waiter; ``turn.start``
 opens a ``TurnState`` with the pending entries (the turn's trust is the lowest of their senders', or the
-runtime's home level without any) and clears the waiter; ``message.sent`` collects the ids a turn sent. In the
+runtime's home level without any, lowered to the ceilings of its triggers: see ``runtime.scheduled``), marks it
+as the turn whose work runs, and clears the waiter; ``message.sent`` collects the ids a turn sent. In the
 ``close`` phase (after every reaction) the turn's end is handled: ``finished`` gets a ``TurnReport`` (the
-runtime hands it to the extensions in the background), the messages the turn never saw go to ``reconsider``
-(the wakeup engine), and the end is marked handled (what ``settled()`` waits for). A turn that failed because
-its fact log could not be written stops the runtime (``Lifecycle.log_failed``).
+runtime hands it to the extensions in the background), ``closing`` gets it too and is awaited (the apology for
+a failed turn, ``runtime.apology``), the messages the turn never saw go to ``reconsider`` (the wakeup engine),
+and the end is marked handled (what ``settled()`` waits for), also when one of those raised or was cut short.
+A turn that failed because its fact log could not be written stops the runtime (``Lifecycle.log_failed``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 from ishiki_host.channels.inbound import is_inbound, source_target
 from ishiki_host.errors import FactLogError
 from ishiki_host.plugins.runtime_api import TurnReport
+from ishiki_host.runtime.scheduled import capped, ceiling_of, enter, leave
 from ishiki_host.runtime.trust import TrustPolicy, lowest
 from ishiki_host.runtime.turnstate import TurnState
 
@@ -60,6 +63,7 @@ class TurnTracker:
         logger: logging.Logger,
         *,
         finished: Callable[[TurnReport, tuple[str, ...] | None], None],
+        closing: Callable[[TurnReport], Awaitable[None] | None] | None = None,
     ):
         self.policy = policy
         self._home = TrustPolicy.home_level(sid)
@@ -67,10 +71,12 @@ class TurnTracker:
         self._activity = activity
         self._logger = logger
         self._finished = finished
+        self._closing = closing
         self._reconsider: Reconsider | None = None
         self.turn = TurnState(trust=self._home)
         self.last_target: Target | None = None
         self._pending: list[Entry] = []
+        self._owed: list[Entry] = []  # the inbound messages of failed turns since the last one that ended done
         self._floor: TrustLevel | None = None
 
     def sender_level(self, event: IshikiEvent) -> TrustLevel:
@@ -91,12 +97,22 @@ class TurnTracker:
 
     def seed_pending(self, entries: Sequence[Entry]) -> None:
         """Inbound entries no finished turn answered that were not delivered since this start: those a crash
-        left behind, and the copies a compaction carried for a retry. They count for the next turn's trust."""
+        left behind, and the copies a compaction carried (they replace their originals, now behind the
+        session boundary). They count for the next turn's trust."""
+        replaced = {e.data.get("carried") for e in entries}
+        self._pending = [e for e in self._pending if e.id not in replaced]
+        self._owed = [e for e in self._owed if e.id not in replaced]
         known = {e.id for e in self._pending}
         for entry in sorted(entries, key=lambda e: e.id):
             if entry.id not in known and is_inbound(entry):
                 known.add(entry.id)
                 self._pending.append(entry)
+
+    def unanswered(self) -> list[int]:
+        """The ids of the inbound messages no turn answered yet, which a compaction must carry, not fold: those
+        new to the next turn, those of the running turn, those of turns that failed since one ended done."""
+        entries = [*self._owed, *self.turn.inbound, *self._pending]
+        return sorted({e.id for e in entries})
 
     def subscribe(self, bus: EventBus, reconsider: Reconsider | None) -> None:
         """Keep the turns' state from ``bus`` (``track`` and ``close`` phases); ``reconsider`` gets what a
@@ -123,9 +139,12 @@ class TurnTracker:
 
     def _on_turn_start(self, event: BusEvent) -> None:
         turn: Turn = event["turn"]
-        # A turn with new messages runs at the lowest level among their senders, whatever the home level.
-        self.turn = TurnState(trust="owner" if self._pending else self._home, number=turn.number)
+        # A turn with new messages runs at the lowest level among their senders, whatever the home level; a
+        # turn another turn scheduled, at most at that turn's level (the ceilings of its triggers).
+        base = "owner" if self._pending else self._home
+        self.turn = TurnState(trust=capped(base, ceiling_of(turn.triggers)), number=turn.number)
         self.admit_joined()
+        enter(self.turn)
         self._waiter.clear()
         self._activity.turn_started(turn, self.turn.latest_target())
 
@@ -135,6 +154,10 @@ class TurnTracker:
     def _on_turn_end(self, event: BusEvent) -> Awaitable[None] | None:
         outcome: TurnOutcome = event["outcome"]
         state, self.turn = self.turn, TurnState(trust=self._home)
+        if outcome.status == "done":
+            self._owed = []
+        else:
+            self._owed = [*self._owed, *state.inbound][-PENDING_LIMIT:]
         report = TurnReport(
             outcome.turn,
             outcome.status,
@@ -147,15 +170,28 @@ class TurnTracker:
         )
         if isinstance(outcome.error, FactLogError):
             self._activity.log_failed(outcome.error)
-        self._finished(report, state.extensions)
-        if outcome.unseen and self._reconsider is not None:
-            return self._decide_again(self._reconsider, outcome.unseen)
-        self._activity.turn_ended()
-        return None
+        self._finished(report, state.extensions)  # its background work still acts on behalf of this turn
+        leave()
+        closing = self._closing(report) if self._closing is not None else None
+        unseen = outcome.unseen if self._reconsider is not None else ()
+        if closing is None and not unseen:
+            self._activity.turn_ended()
+            return None
+        return self._close(closing, unseen)
 
-    async def _decide_again(self, reconsider: Reconsider, unseen: Sequence[Entry]) -> None:
+    async def _close(self, closing: Awaitable[None] | None, unseen: Sequence[Entry]) -> None:
         try:
-            await reconsider(list(unseen))
-        except Exception:
-            self._logger.exception("the wakeup engine failed to reconsider %d message(s)", len(unseen))
-        self._activity.turn_ended()
+            if closing is not None:
+                await _logged(closing, self._logger, "handling the end of a turn failed")
+            if unseen and self._reconsider is not None:
+                message = f"the wakeup engine failed to reconsider {len(unseen)} message(s)"
+                await _logged(self._reconsider(list(unseen)), self._logger, message)
+        finally:  # a handler the bus cut short must not leave settled() waiting forever
+            self._activity.turn_ended()
+
+
+async def _logged(work: Awaitable[None], logger: logging.Logger, message: str) -> None:
+    try:
+        await work
+    except Exception:
+        logger.exception(message)

@@ -21,9 +21,10 @@ not re-rate old messages; ``of_entry`` reads it back (and computes it for entrie
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
+from ishiki_host.core.subjects import entry_sender
 from ishiki_host.core.tools import TRUST_ORDER, Tool, TrustLevel, trust_allows
 
 if TYPE_CHECKING:
@@ -36,11 +37,9 @@ __all__ = [
     "Admission",
     "Refusals",
     "TrustPolicy",
-    "entry_sender",
     "highest",
     "lowest",
     "new_inbound",
-    "sender_key",
     "tools_for",
 ]
 
@@ -49,21 +48,6 @@ TURN_ENDS = frozenset({"turn.done", "turn.failed", "turn.aborted"})
 REFUSAL_TEXT = "Sorry, I only talk with people I know here. Please ask my owner to add you."
 Admission = TrustLevel | Literal["refused"]
 ToolT = TypeVar("ToolT", bound=Tool)
-
-
-def sender_key(source: Mapping[str, Any]) -> str | None:
-    """``platform:userId`` of a stored event (``data.source``), or ``None`` when it names no sender."""
-    user = source.get("user")
-    platform = source.get("platform")
-    if not isinstance(user, Mapping) or not isinstance(platform, str) or not user.get("id"):
-        return None
-    return f"{platform}:{user['id']}"
-
-
-def entry_sender(entry: Entry) -> str | None:
-    """The sender of an inbound message entry (from its stored event), if it names one."""
-    source = entry.data.get("source")
-    return sender_key(source) if isinstance(source, Mapping) else None
 
 
 def lowest(levels: Iterable[TrustLevel], default: TrustLevel) -> TrustLevel:

@@ -4,6 +4,9 @@
 seconds passed on the host's clock (``FakeClock`` moves it in tests); with both, whichever comes first. The
 condition fires once and is consumed; any turn that starts before it fires clears it (the persona is awake
 again, so the old plan no longer holds). Arming again replaces the previous condition.
+
+The turn it starts runs at most at the level of the turn that armed it (the ceiling goes into its trigger,
+see ``runtime.scheduled``): an untrusted sender's "wait five seconds" does not buy a trusted turn.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ishiki_host.runtime.scheduled import TRUST_CEILING
+
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ishiki_host.core.clock import Clock
+    from ishiki_host.core.tools import TrustLevel
 
 __all__ = ["Waiter", "WakeFn"]
 
@@ -37,6 +43,7 @@ class Waiter:
         self._messages: int | None = None
         self._seconds: float | None = None
         self._seen = 0
+        self._level: TrustLevel = "untrusted"
         self._timer: anyio.CancelScope | None = None
 
     @property
@@ -57,12 +64,13 @@ class Waiter:
         """Run timers in ``tg`` (the runtime's task group)."""
         self._tg = tg
 
-    def arm(self, messages: int | None, seconds: float | None) -> str:
-        """Replace the condition with ``messages`` new messages and/or ``seconds``; returns what the model reads."""
+    def arm(self, messages: int | None, seconds: float | None, level: TrustLevel) -> str:
+        """Replace the condition with ``messages`` new messages and/or ``seconds``, for a turn at ``level``;
+        returns what the model reads."""
         if messages is None and seconds is None:
             raise ValueError("wait needs messages or seconds")
         self.clear()
-        self._messages, self._seconds, self._seen = messages, seconds, 0
+        self._messages, self._seconds, self._seen, self._level = messages, seconds, 0, level
         if seconds is not None:
             if self._tg is None:
                 raise RuntimeError("the waiter is not bound to a task group")
@@ -99,6 +107,6 @@ class Waiter:
 
     async def _fire(self, prompt: str | None, info: dict[str, object]) -> None:
         try:
-            await self._wake(prompt, info)
+            await self._wake(prompt, {**info, TRUST_CEILING: self._level})
         except Exception:
             logger.exception("the waiter could not start a turn")

@@ -8,7 +8,8 @@ crash came in between.
 - ``clear()`` appends ``{"reason": "clear"}``: nothing carried. An empty session (no message, no summary)
   is left alone and says so.
 - ``compact()`` summarizes the session (a background call), stores the summary as a ``summary`` memory,
-  then appends a ``session`` entry seeded with it: ``{"reason", "summary", "memory", "upto", "min_trust"}``.
+  then appends a ``session`` entry seeded with it: ``{"reason", "summary", "memory", "upto", "min_trust",
+  "chats", "senders"}`` (who may read it, and where and whom it is about: the summary memory records both).
   The window renders that seed once, as the first message of the next request ("Summary of the conversation
   so far: ..."); retrieval leaves that memory out (``carried_memory_id``), so the summary is never in a
   request twice. A failed summary changes nothing.
@@ -39,24 +40,26 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
+from ishiki_host.core.levels import content_level, summary_readers
 from ishiki_host.core.tokens import estimate_messages_tokens, host_estimator
-from ishiki_host.core.tools import TRUST_ORDER
+from ishiki_host.core.tools import trust_allows
 from ishiki_host.core.window import project_entries, select_session_window
 from ishiki_host.errors import ModelError, StoreError
 from ishiki_host.gateway.attribution import TurnCallModel
-from ishiki_host.sessions.summarizer import Summarizer
+from ishiki_host.sessions.summarizer import Summarizer, subjects_of
 from ishiki_host.sessions.transcript import carried_summary
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.factlog import FactLog
-    from ishiki_host.core.model import LanguageModel, Usage
+    from ishiki_host.core.model import LanguageModel, Priority, Usage
     from ishiki_host.core.tokens import Estimator
     from ishiki_host.core.tools import TrustLevel
     from ishiki_host.store.memory_store import MemoryStore
     from ishiki_host.store.repos.memory_types import Memory
 
 __all__ = [
+    "CarriedSummary",
     "IdleAgent",
     "SessionChange",
     "SessionManager",
@@ -70,7 +73,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 SessionStatus = Literal["cleared", "compacted", "empty", "unchanged", "failed"]
-_LEVELS: tuple[TrustLevel, ...] = ("untrusted", "trusted", "owner")
 
 
 class IdleAgent(Protocol):
@@ -97,6 +99,19 @@ class SessionChange:
     memory: Memory | None = None
     carried: tuple[Entry, ...] = ()
     error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CarriedSummary:
+    """The summary a session was seeded with; ``readers`` is the lowest level that may read it (the highest
+    level of what it covers: an owner's private messages make it the owner's)."""
+
+    text: str
+    readers: TrustLevel
+
+    def readable_at(self, level: TrustLevel) -> bool:
+        """Whether a turn or a person at ``level`` may read it."""
+        return trust_allows(level, self.readers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +143,8 @@ class Sessions(Protocol):
         """Estimated prompt tokens of the session's messages, and how many there are."""
         ...
 
-    async def carried_summary(self) -> str | None:
-        """The summary this session was seeded with, if any."""
+    async def carried_summary(self) -> CarriedSummary | None:
+        """The summary this session was seeded with, if any, with the lowest level that may read it."""
         ...
 
     async def carried_memory_id(self) -> int | None:
@@ -144,9 +159,12 @@ class Sessions(Protocol):
         """End the session and start an empty one."""
         ...
 
-    async def compact(self, reason: str = "compact", *, keep_from: int | None = None) -> SessionChange:
-        """Summarize the session, then start one seeded with the summary; entries from ``keep_from`` on are
-        carried verbatim and count as unanswered input of the next turn."""
+    async def compact(
+        self, reason: str = "compact", *, keep_from: int | None = None, priority: Priority = "background"
+    ) -> SessionChange:
+        """Summarize the session, then start one seeded with the summary; entries from ``keep_from`` on (and
+        every message no turn answered yet) are carried verbatim and count as unanswered input of the next
+        turn. ``priority`` is the summary call's (``interactive`` when a turn waits for it)."""
         ...
 
     def use_store(self, store: MemoryStore) -> None:
@@ -163,13 +181,9 @@ def is_message(entry: Entry) -> bool:
     return entry.type == "message" and entry.data.get("role") in ("user", "assistant", "tool")
 
 
-def _level(value: object) -> TrustLevel | None:
-    return next((level for level in _LEVELS if level == value), None)
-
-
 def stored_trust(entry: Entry) -> TrustLevel | None:
     """The trust level recorded on an inbound entry at ingest (``data.trust``), if any."""
-    return _level(entry.data.get("trust"))
+    return content_level(entry)
 
 
 def _carry(entry: Entry) -> tuple[str, Mapping[str, Any]]:
@@ -215,6 +229,7 @@ class SessionManager:
         trust_of: Callable[[Entry], TrustLevel | None] = stored_trust,
         idle_timeout: float = 900.0,
         on_carried: Callable[[Sequence[Entry]], object] | None = None,
+        unanswered: Callable[[], Sequence[int]] | None = None,
     ):
         self.runtime_key = runtime_key
         self.profile = profile
@@ -224,6 +239,7 @@ class SessionManager:
         self.summarizer = summarizer
         self.estimator = estimator or host_estimator()
         self.on_carried = on_carried
+        self.unanswered = unanswered
         self.trust_of = trust_of
         self.idle_timeout = idle_timeout
         self.session_id: int | None = None
@@ -242,10 +258,14 @@ class SessionManager:
         tokens = estimate_messages_tokens(project_entries(window), estimator=self.estimator)
         return SessionSize(tokens, sum(1 for entry in window if is_message(entry)))
 
-    async def carried_summary(self) -> str | None:
-        """The summary this session was seeded with (``/memory``), if any."""
+    async def carried_summary(self) -> CarriedSummary | None:
+        """The summary this session was seeded with (``/memory``), if any, and who may read it."""
         window = await self.window()
-        return carried_summary(window[0]) if window and window[0].type == "session" else None
+        head = window[0] if window and window[0].type == "session" else None
+        text = carried_summary(head) if head is not None else None
+        if head is None or text is None:
+            return None
+        return CarriedSummary(text, content_level(head) or "owner")
 
     async def carried_memory_id(self) -> int | None:
         """The id of the memory holding that summary, which retrieval must leave out."""
@@ -371,21 +391,25 @@ class SessionManager:
 
     # -- compact ---------------------------------------------------------------------------------------
 
-    async def compact(self, reason: str = "compact", *, keep_from: int | None = None) -> SessionChange:
+    async def compact(
+        self, reason: str = "compact", *, keep_from: int | None = None, priority: Priority = "background"
+    ) -> SessionChange:
         """Summarize the session into a memory, then start a session seeded with the summary.
 
         ``keep_from``: the id of the first entry the summary must *not* cover (it and the messages after it
-        are carried verbatim into the new session); default: the summary covers everything there is.
+        are carried verbatim into the new session); default: the summary covers everything there is, up to the
+        first message no turn answered yet (``unanswered``): those are carried, never folded unanswered.
         """
         async with self._lock:
             try:
                 await self._wait_idle()
-                return await self._compact(reason, keep_from)
+                return await self._compact(reason, keep_from, priority)
             except TimeoutError:
                 return _busy(self.idle_timeout)
 
-    async def _compact(self, reason: str, keep_from: int | None) -> SessionChange:
+    async def _compact(self, reason: str, keep_from: int | None, priority: Priority) -> SessionChange:
         window = await self.window()
+        keep_from = self._first_kept(window, keep_from)
         upto = (keep_from - 1) if keep_from is not None else (window[-1].id if window else 0)
         covered = [entry for entry in window if entry.id <= upto]
         if not any(is_message(entry) for entry in covered):
@@ -396,12 +420,12 @@ class SessionManager:
             return SessionChange("failed", "No summarizer is set up for this persona; the session is unchanged.")
         await self._align_first()  # the summary memory belongs to the session it summarizes
         try:
-            summary, usage = await self.summarizer.summarize(covered)
+            summary, usage = await self.summarizer.summarize(covered, priority=priority)
         except ModelError as exc:
             return _failed("summarize the session", exc)
-        readers = self._readers(covered)
+        readers, subjects = self._readers(covered), _subjects(covered)
         try:
-            memory = await self._store_summary(summary, readers)
+            memory = await self._store_summary(summary, readers, subjects)
         except StoreError as exc:
             return _failed("store the summary", exc)
         try:
@@ -410,14 +434,20 @@ class SessionManager:
             if memory is not None and self.store is not None:
                 await self.store.memories.delete(memory.id)
             raise
-        boundary, carried = await self._write_boundary(reason, summary, memory, upto, readers, usage)
+        boundary, carried = await self._write_boundary(reason, summary, memory, upto, (readers, subjects), usage)
         await self._rotate(boundary, reason, summary)
         if keep_from is not None and self.on_carried is not None:
             self.on_carried(carried)
         message = "Summarized the session and started a fresh one seeded with the summary."
         return SessionChange("compacted", message, boundary, summary, memory, carried)
 
-    async def _store_summary(self, summary: str, readers: TrustLevel) -> Memory | None:
+    def _first_kept(self, window: list[Entry], keep_from: int | None) -> int | None:
+        """``keep_from``, moved back to the first message of this session that no turn answered yet."""
+        start = window[0].id if window else 0
+        owed = [i for i in self.unanswered() if i > start] if self.unanswered is not None else []
+        return min([*owed, *([keep_from] if keep_from is not None else [])], default=None)
+
+    async def _store_summary(self, summary: str, readers: TrustLevel, subjects: Subjects) -> Memory | None:
         if self.store is None:
             return None
         return await self.store.memories.add(
@@ -427,12 +457,22 @@ class SessionManager:
             runtime_key=self.runtime_key,
             session_id=self.session_id,
             min_trust=readers,
+            chats=subjects[0],
+            senders=subjects[1],
         )
 
     async def _write_boundary(
-        self, reason: str, summary: str, memory: Memory | None, upto: int, readers: TrustLevel, usage: Usage
+        self,
+        reason: str,
+        summary: str,
+        memory: Memory | None,
+        upto: int,
+        about: tuple[TrustLevel, Subjects],
+        usage: Usage,
     ) -> tuple[Entry, tuple[Entry, ...]]:
+        readers, (chats, senders) = about
         data: dict[str, Any] = {"reason": reason, "summary": summary, "upto": upto, "min_trust": readers}
+        data.update({"chats": list(chats), "senders": list(senders)})  # the next summary inherits them
         if memory is not None:
             data["memory"] = memory.id
         assert self.summarizer is not None
@@ -443,15 +483,29 @@ class SessionManager:
         return written[1], tuple(written[2:])
 
     def _readers(self, covered: list[Entry]) -> TrustLevel:
-        """Who may read a summary of ``covered``: the highest level among its senders (owner when unknown)."""
-        levels: list[TrustLevel] = []
-        for entry in covered:
-            if entry.type == "session":
-                seeded = _level(entry.data.get("min_trust"))
-                levels.extend([seeded] if seeded else [])
-            elif is_message(entry) and entry.data.get("role") == "user" and not entry.data.get("wake"):
-                levels.append(self.trust_of(entry) or "owner")
-        return max(levels, key=TRUST_ORDER.__getitem__) if levels else "owner"
+        """Who may read a summary of ``covered``: the highest level of its contents (``core.levels``), the
+        people's messages rated by ``trust_of``; ``owner`` when unknown."""
+
+        def level(entry: Entry) -> TrustLevel | None:
+            if is_message(entry) and entry.data.get("role") == "user":
+                return self.trust_of(entry)
+            return content_level(entry)
+
+        return summary_readers(covered, level)
+
+
+Subjects = tuple[tuple[str, ...], tuple[str, ...]]
+"""The chats and the senders a summary is about (``summarizer.subjects_of``)."""
+
+
+def _subjects(covered: list[Entry]) -> Subjects:
+    """What a summary of ``covered`` is about: its people's messages, and what the summary it carries on was."""
+    chats, senders = subjects_of(covered)
+    for entry in covered:
+        if entry.type == "session":
+            chats += tuple(str(v) for v in entry.data.get("chats") or () if isinstance(v, str))
+            senders += tuple(str(v) for v in entry.data.get("senders") or () if isinstance(v, str))
+    return tuple(dict.fromkeys(chats)), tuple(dict.fromkeys(senders))
 
 
 def _has_content(window: list[Entry]) -> bool:

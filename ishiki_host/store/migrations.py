@@ -39,6 +39,31 @@ MIGRATIONS: tuple[Migration, ...] = (
         "sessions, memories (+FTS5), images, learned_skills, heartbeat (+runs), plugin_settings",
         schema_v1.STATEMENTS,
     ),
+    Migration(
+        2,
+        "heartbeat.trust: the highest level a beat's turns run at (the level of the turn that made it)",
+        # Beats made before have none and run as they did, at the level of the runtime they wake.
+        (
+            "ALTER TABLE heartbeat ADD COLUMN trust TEXT "
+            "CHECK (trust IS NULL OR trust IN ('untrusted', 'trusted', 'owner'))",
+        ),
+    ),
+    Migration(
+        3,
+        "memory_links: the chats a memory was made in and the senders it involves (memory.scope)",
+        # Memories made before have none: they are recalled in the runtime that made them, as before.
+        (
+            """
+            CREATE TABLE memory_links (
+                memory_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+                kind TEXT NOT NULL CHECK (kind IN ('chat', 'sender')),
+                value TEXT NOT NULL CHECK (length(value) > 0),
+                PRIMARY KEY (memory_id, kind, value)
+            ) WITHOUT ROWID
+            """,
+            "CREATE INDEX memory_links_by_value ON memory_links (kind, value, memory_id)",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -14,7 +14,8 @@ words higher (see ``ishiki_host.store.repos.memory_search``).
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from ishiki_host.core.text import clean_text
 
 __all__ = ["MAX_QUERY_TERMS", "clean_text", "index_text", "match_query", "query_terms", "quote_terms"]
 
@@ -35,17 +36,6 @@ _CJK = (
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 # A word: letters and digits (never "_" or marks), minus the CJK characters handled as n-grams.
 _WORD = re.compile(f"(?:(?![{_CJK}])[^\\W_])+")
-
-
-def clean_text(text: str) -> str:
-    """``text`` without NULs and lone surrogates, which SQLite cannot store or parse."""
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = "".join("\ufffd" if unicodedata.category(ch) == "Cs" else ch for ch in text)
-    return text
 
 
 def _ngrams(run: str) -> list[str]:

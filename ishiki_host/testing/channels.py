@@ -5,8 +5,10 @@
 event and dispatches it through the ``ChannelHost`` the connection was made with, returning the host's
 ``Delivery``. Inbound ids (``in-<n>``) are unique in the test process, as a platform's are: a host restarted
 on the same data directory never takes new input for a repeat of old input. ``fail_sends`` scripts the next
-sends: each entry is consumed by one send, an error text fails it, ``None`` lets it through. ``FakeChannel``
-is its plugin class (platform ``fake``), for hosts built with ``registry_with``.
+sends: each entry is consumed by one send, an error text fails it, ``None`` lets it through. It has the
+optional ``show_failure`` too: ``failures`` records ``(channel_id, reason)`` of each failed turn the host
+reported (what the console shows its operator; never sent into the chat). ``FakeChannel`` is its plugin class
+(platform ``fake``), for hosts built with ``registry_with``.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class FakeConnection:
         self.typing: list[str] = []
         self.files: list[tuple[str, int]] = []
         self.fail_sends: list[str | None] = []
+        self.failures: list[tuple[str, str]] = []
         self.runs = 0
         self._ids = itertools.count(1)
         self._changed = anyio.Event()
@@ -102,6 +105,10 @@ class FakeConnection:
         """Record how many files went to the channel."""
         self.files.append((channel_id, len(files)))
         return SendResult(tuple(f"file-{next(self._ids)}" for _ in files))
+
+    def show_failure(self, channel_id: str, reason: str) -> None:
+        """Record why a turn answering ``channel_id`` failed (``failures``)."""
+        self.failures.append((channel_id, reason))
 
     def texts(self, channel_id: str | None = None) -> list[str]:
         """The texts sent, optionally to one channel only."""

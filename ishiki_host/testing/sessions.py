@@ -53,6 +53,7 @@ class StaticHostView:
 
     models: Sequence[str] = ("model: test:scripted (breaker closed)",)
     extensions: Sequence[str] = ()
+    channels: Sequence[str] = ()
     tools: Sequence[Tool] = field(default_factory=list)
 
     async def model_status(self) -> Sequence[str]:
@@ -62,6 +63,10 @@ class StaticHostView:
     async def extension_status(self) -> Sequence[str]:
         """The fixed extension lines."""
         return self.extensions
+
+    async def channel_status(self) -> Sequence[str]:
+        """The fixed channel lines."""
+        return self.channels
 
     async def tool_surface(self) -> Sequence[Tool]:
         """The fixed tools."""

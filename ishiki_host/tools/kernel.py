@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ishiki_host.addresses.ids import Target
-from ishiki_host.core.tools import Tool, ToolResult
+from ishiki_host.core.tools import Tool, ToolResult, TrustLevel
 
 if TYPE_CHECKING:
     from ishiki_host.channels.base import SendResult
@@ -73,8 +73,9 @@ class Outbox(Protocol):
 class WaitPlanner(Protocol):
     """Arms the runtime's one-shot waiter."""
 
-    def arm(self, messages: int | None, seconds: float | None) -> str:
-        """Arm the waiter; returns the sentence the model reads."""
+    def arm(self, messages: int | None, seconds: float | None, level: TrustLevel) -> str:
+        """Arm the waiter for a turn at ``level`` (the turn it starts runs at most there); returns the sentence
+        the model reads."""
         ...
 
 
@@ -170,6 +171,6 @@ def make_wait_tool(planner: WaitPlanner) -> Tool:
         messages, seconds = args.get("messages"), args.get("seconds")
         if messages is None and seconds is None:
             raise ValueError("give messages (how many new messages to wait for) or seconds, or both")
-        return planner.arm(messages, None if seconds is None else float(seconds))
+        return planner.arm(messages, None if seconds is None else float(seconds), context.trust)
 
     return Tool("wait", WAIT_DESCRIPTION, handler, WAIT_PARAMETERS, trust="untrusted", kind="control")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ishiki_host import hookimpl
+from ishiki_host.config.profile_types import ExtensionUse, Profile, SessionConfig
 from ishiki_host.core.tools import Tool, ToolContext, TrustLevel
 from ishiki_host.errors import CommandError, StoreError
 from ishiki_host.plugins.commands import Command, CommandContext
@@ -92,7 +93,7 @@ async def test_whoami_and_status(tmp_path: Path) -> None:
         lines = rig.replies[-1].splitlines()
         assert lines[0] == f"profile: test (runtime {rig.rt.key})"
         assert lines[1] == "model: test:persona (breaker closed)"
-        assert lines[2] == "summarizer: auto (compaction at 90% of 32,000 tokens)"
+        assert lines[2] == "summarizer: auto (each exchange is condensed into long-term memory)"
         size = await rig.sessions.size()
         assert size.messages == 2
         assert size.tokens > 0
@@ -100,14 +101,45 @@ async def test_whoami_and_status(tmp_path: Path) -> None:
         assert lines[4] == "memory: 0 memories"
 
 
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("auto", "each exchange is condensed into long-term memory"),
+        ("manual", "compaction at 80% of 32,000 tokens"),
+        ("off", "no automatic summaries or compaction; /compact or /clear when the conversation gets long"),
+    ],
+)
+async def test_status_says_what_the_summarizer_mode_does(tmp_path: Path, mode: str, says: str) -> None:
+    profile = Profile(
+        id="test",
+        directory=tmp_path,
+        file=tmp_path / "profile.yml",
+        persona="You are a test persona.",
+        model="test",
+        extends=(ExtensionUse("memory"),),
+        session=SessionConfig(mode, 0.8),  # type: ignore[arg-type]
+    )
+    async with SessionRig(tmp_path, profile=profile, context_window=32_000) as rig:
+        await rig.command("/status")
+        assert rig.replies[-1].splitlines()[2] == f"summarizer: {mode} ({says})"
+
+
 async def test_memories_default_type_and_caps(tmp_path: Path) -> None:
     async with SessionRig(tmp_path) as rig:
         for n in range(60):
             await rig.store.memories.add(
-                "fact" if n % 2 else "lesson", f"note {n}", profile="test", runtime_key="k", min_trust="trusted"
+                "fact" if n % 2 else "lesson",
+                f"note {n}",
+                profile="test",
+                runtime_key=str(rig.rt.key),
+                min_trust="trusted",
             )
-        await rig.store.memories.add("fact", "the owner's secret", profile="test", runtime_key="k", min_trust="owner")
-        await rig.store.memories.add("fact", "another persona's", profile="other", runtime_key="k", min_trust="trusted")
+        await rig.store.memories.add(
+            "fact", "the owner's secret", profile="test", runtime_key=str(rig.rt.key), min_trust="owner"
+        )
+        await rig.store.memories.add(
+            "fact", "another persona's", profile="other", runtime_key=str(rig.rt.key), min_trust="trusted"
+        )
 
         await rig.command("/memories", sender="telegram:5", trust="trusted")
         lines = rig.replies[-1].splitlines()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ishiki_host.commands import builtin_commands, render_help
+from ishiki_host.config.profile_types import TrustConfig
 from ishiki_host.errors import CommandError
 from ishiki_host.plugins.commands import Command, CommandContext, CommandTable
 
@@ -97,8 +98,12 @@ def test_help_lists_what_the_sender_may_use() -> None:
     assert "/memories [type] [count] - List the newest long-term memories." in owner
     assert "/memories" not in untrusted
     assert "/tools" not in untrusted
-    assert "/clear - Start a fresh session; nothing is carried over. (also /reset)" in untrusted
+    assert "/clear" not in untrusted  # the whole chat shares the session: trusted by default
+    assert "/memory - Show the summary carried into this session." in untrusted
     assert untrusted.splitlines()[0] == "Commands:"
+    opened = render_help(commands, "untrusted", levels=TrustConfig(commands={"clear": "untrusted"}))
+    assert "/clear - Start a fresh session; nothing is carried over. (also /reset)" in opened
+    assert "/compact" not in opened
 
 
 def test_help_for_one_command() -> None:

@@ -14,18 +14,10 @@ from ishiki_host.config.profile_types import TrustConfig
 from ishiki_host.core.agent import Agent
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.factlog import FactLog
+from ishiki_host.core.subjects import entry_sender, sender_key
 from ishiki_host.core.tools import TRUST_ORDER, Tool, ToolContext, TrustLevel
 from ishiki_host.core.turns import Turn, TurnSetup
-from ishiki_host.runtime.trust import (
-    Refusals,
-    TrustPolicy,
-    entry_sender,
-    highest,
-    lowest,
-    new_inbound,
-    sender_key,
-    tools_for,
-)
+from ishiki_host.runtime.trust import Refusals, TrustPolicy, highest, lowest, new_inbound, tools_for
 from ishiki_host.testing.models import ScriptedModel, reply, tool_call
 from ishiki_host.tools.kernel import OPEN_TOOLS
 

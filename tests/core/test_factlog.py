@@ -75,6 +75,18 @@ async def test_stored_entry_is_what_a_reader_gets_back(log: FactLog) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_lone_surrogate_is_stored_as_a_replacement_character(log_path: Path, fake_clock: FakeClock) -> None:
+    async with await FactLog.open(log_path, clock=fake_clock) as log:
+        entry = await log.append("message", user("half an emoji: \ud83d, a split pair: \ud83d\ude00"))
+        after = await log.append("message", user("and on it goes"))
+    assert entry.data == user("half an emoji: \ufffd, a split pair: 😀")
+    lines = read(log_path).decode("utf-8").splitlines()  # the file is valid UTF-8
+    assert [json.loads(line)["data"] for line in lines] == [entry.data, after.data]
+    async with await FactLog.open(log_path, clock=fake_clock) as log:
+        assert [e.data for e in log.iter_forward()] == [entry.data, after.data]
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("cache_size", [0, 1, 7, 256])
 async def test_readers_agree_whatever_the_cache(log_path: Path, cache_size: int) -> None:
     write_lines(log_path, 40)

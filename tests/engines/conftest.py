@@ -25,10 +25,11 @@ def inbound_message(
     timestamp: float = 1_700_000_000.0,
     platform: str = "telegram",
     self_id: str = "bot1",
-    trust: str | None = None,
+    trust: str | None = "trusted",
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``data`` of a message entry for an inbound platform message (what ``runtime.deliver`` appends)."""
+    """The ``data`` of a message entry for an inbound platform message (what ``runtime.deliver`` appends: the
+    sender's level is stamped at ingest; ``trust=None`` leaves it out, as entries of older hosts)."""
     event = IshikiEvent(
         kind="message.created",
         platform=platform,

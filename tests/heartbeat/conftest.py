@@ -22,6 +22,7 @@ import pytest
 
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.messages import ToolCall
+from ishiki_host.core.tools import TrustLevel
 from ishiki_host.errors import ModelUnavailable
 from ishiki_host.heartbeat import HeartbeatScheduler, HeartbeatService
 from ishiki_host.store import Beat, MemoryStore
@@ -129,6 +130,7 @@ class Ctx:
 
     call: ToolCall = field(default_factory=lambda: ToolCall("c1", "tool"))
     turn: int | None = 1
+    trust: TrustLevel = "trusted"
 
 
 @pytest.fixture

@@ -27,6 +27,9 @@ def _beat(beat_id: str, **fields: Any) -> dict[str, Any]:
 
 
 def _write(path: Path, data: object) -> None:
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+        return
     text = data if isinstance(data, str) else json.dumps(data)
     path.write_text(text, encoding="utf-8")
 
@@ -82,6 +85,9 @@ async def test_sync_adds_updates_and_removes_by_id_and_leaves_user_beats(
         (_beat("x", recurring="yes"), r"beat 'x': 'recurring' must be true or false, got a string"),
         (_beat("x", recurring=False), r"beat 'x': one-time cron '0 9 \* \* \*' would fire more than once"),
         (_beat("x", text=""), r"beat 'x': 'text' must be a non-empty string"),
+        (_beat("x", trust="admin"), r"beat 'x': 'trust' must be one of untrusted, trusted, owner, got 'admin'"),
+        (_beat("x", trust=["owner"]), r"beat 'x': 'trust' must be one of untrusted, trusted, owner, got an array"),
+        (_beat("x", trust=None), r"beat 'x': 'trust' must be one of untrusted, trusted, owner, got null"),
         ({"text": "t", "cron": "0 9 * * *", "type": "task"}, r"\[1\]: missing 'id'"),
         ("just a string", r"\[1\]: expected an object, got a string"),
     ],
@@ -123,13 +129,18 @@ async def test_duplicate_ids_are_all_skipped(store: MemoryStore, beats_file: Pat
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[{"id": "a",}]', "not valid JSON: Expecting property name"),
+        ('[{"id": "a",}]', "not valid JSON: expected a key in double quotes, found '}'"),
         ('{"id": "a"}', "expected a JSON array of beats, got an object"),
         ("", "not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "1: not valid JSON: nested deeper than 64 levels"),
+        ("[\n" + "9" * 5000 + "]", "2: [0]: not valid JSON: an integer of 5,000 digits; the limit is 100"),
+        (b'[{"id": "caf\xe9"}]', "1: not UTF-8 text (byte 0xe9 at offset 12)"),
+        ("[NaN]", "[0]: not valid JSON: NaN is not a JSON number"),
+        ("[" + "0, " * 100_001 + "0]", "more than 100,000 values"),
     ],
 )
 async def test_a_file_that_is_not_a_json_array_keeps_the_managed_beats(
-    store: MemoryStore, beats_file: Path, fake_clock: FakeClock, text: str, message: str
+    store: MemoryStore, beats_file: Path, fake_clock: FakeClock, text: str | bytes, message: str
 ) -> None:
     _write(beats_file, [_beat("a"), _beat("b")])
     await sync_from_file(beats_file, store, "UTC", fake_clock)
@@ -141,6 +152,37 @@ async def test_a_file_that_is_not_a_json_array_keeps_the_managed_beats(
     assert message in str(report.errors[0])
     assert "managed beats are kept" in str(report.errors[0])
     assert await store.heartbeats.find() == before
+
+
+async def test_a_key_written_twice_makes_its_entry_bad(
+    store: MemoryStore, beats_file: Path, fake_clock: FakeClock
+) -> None:
+    _write(beats_file, [_beat("a"), _beat("b")])
+    await sync_from_file(beats_file, store, "UTC", fake_clock)
+    before = await store.heartbeats.get("a")
+    twice = '{"id": "a", "text": "x",\n "text": "y", "cron": "0 9 * * *", "type": "task"}'
+    _write(beats_file, f"[{twice}, {json.dumps(_beat('c'))}]")
+    report = await sync_from_file(beats_file, store, "UTC", fake_clock)
+    assert [e.describe() for e in report.errors] == [
+        f"{beats_file}: [0]: beat 'a': text: duplicate key 'text' (first at line 1)"
+    ]
+    assert await _ids(store, managed=True) == ["a", "c"]  # 'a' kept as it was, 'b' removed, 'c' added
+    assert await store.heartbeats.get("a") == before
+
+
+async def test_the_watcher_keeps_the_beats_when_the_file_turns_hostile(
+    store: MemoryStore, beats_file: Path, fake_clock: FakeClock
+) -> None:
+    watcher = BeatFileWatcher(beats_file, store, default_tz="UTC", clock=fake_clock)
+    _write(beats_file, [_beat("a")])
+    await watcher.poll()
+    _write(beats_file, "[" * 100_000 + "]" * 100_000)  # used to raise RecursionError out of the host's tick
+    report = await watcher.poll()
+    assert report is not None
+    assert [e.message for e in report.errors] == [
+        "not valid JSON: nested deeper than 64 levels; the managed beats are kept as they were"
+    ]
+    assert await _ids(store, managed=True) == ["a"]
 
 
 async def test_json_errors_carry_the_line(beats_file: Path) -> None:

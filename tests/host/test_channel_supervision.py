@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from ishiki_host.core.clock import FakeClock
-from ishiki_host.errors import ChannelError
+from ishiki_host.errors import ChannelError, HostConfigInvalid
 from ishiki_host.host.connections import ChannelDirectory, ChannelSpec, ChannelSupervisor
 from ishiki_host.testing import FakeChannelHost, FakeOpenAIServer, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.channels import FakeChannel, FakeConnection
@@ -174,3 +174,89 @@ async def test_a_connection_never_ready_is_restarted_with_a_clear_reason(tmp_pat
         assert supervisor.state == "waiting"
         assert supervisor.last_error == "ChannelNotReady: mute was not ready within 0.05 s"
         supervisor.stop()
+
+
+class Counted(FakeChannel):
+    """A channel whose accounts need a token; counts the connections it was asked to make."""
+
+    config_schema: ClassVar[Mapping[str, Any]] = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["token"],
+        "properties": {"token": {"type": "string", "minLength": 1}},
+    }
+    created: ClassVar[int] = 0
+
+    def create(self, ctx: Any, account: Mapping[str, Any]) -> Any:
+        Counted.created += 1
+        if "${" in account["token"]:
+            raise HostConfigInvalid("the token holds an unexpanded ${VARIABLE}", path="channels.counted.accounts[]")
+        return FakeConnection(ctx, platform="counted", self_id="c")
+
+
+async def test_an_account_with_an_unset_variable_is_never_started_and_its_profile_waits(
+    make_host: MakeHost, fake_openai: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    answer(fake_openai)
+    Counted.created = 0
+    caplog.set_level(logging.INFO)
+    host = host_yaml(extra="  counted:\n    accounts:\n      - token: ${COUNTED_TOKEN_NEVER_SET}\n")
+    profiles = {"ana": profile_yaml("fake:bot: ['*']"), "bob": profile_yaml("counted:c: ['*']")}
+    async with make_host(profiles=profiles, host=host, plugins={"ishiki.channel.counted": Counted}, env={}) as th:
+        delivery = await th.channel().say("still there?")
+        with anyio.fail_after(10):
+            await delivery.settled()
+        assert th.channel().texts() == ["here"]  # the other profile runs
+        bob = th.host.config.profile("bob")
+        assert bob is not None
+        assert (bob.state, bob.missing) == ("waiting", ("channels.counted.accounts[0] (invalid in ishiki.yaml)",))
+        (reason,) = bob.errors
+        assert reason.path == "channels.counted.accounts[0].token"
+        assert reason.file == str(th.root / "ishiki.yaml")
+        assert "environment variable COUNTED_TOKEN_NEVER_SET is not set" in reason.message
+        assert [s.spec.platform for s in th.host.channels.supervisors()] == ["fake"]
+        assert th.host.status()["profiles"]["bob"] == "waiting"
+    assert Counted.created == 0  # never started, so never restarted
+    assert not [r for r in caplog.records if r.exc_info is not None]  # no traceback
+    said = [r.getMessage() for r in caplog.records if r.name == "ishiki_host.host"]
+    waits = said.index("profile bob waits for channels.counted.accounts[0] (invalid in ishiki.yaml)")
+    assert (
+        "ishiki.yaml:8: channels.counted.accounts[0].token: environment variable COUNTED_TOKEN_NEVER_SET"
+        in (said[waits + 1])
+    )
+
+
+async def test_a_waiting_profile_runs_and_its_channel_starts_once_the_account_is_fixed(make_host: MakeHost) -> None:
+    Counted.created = 0
+    broken = host_yaml(extra="  counted:\n    accounts:\n      - token: ${COUNTED_TOKEN_NEVER_SET}\n")
+    profiles = {"ana": profile_yaml("fake:bot: ['*']"), "bob": profile_yaml("counted:c: ['*']")}
+    async with make_host(profiles=profiles, host=broken, plugins={"ishiki.channel.counted": Counted}, env={}) as th:
+        assert th.host.status()["profiles"]["bob"] == "waiting"
+        (th.root / "ishiki.yaml").write_text(broken.replace("${COUNTED_TOKEN_NEVER_SET}", "written-out"))
+        report = await th.host.reload()
+        assert report.activated == ["bob"]
+        assert th.host.status()["profiles"]["bob"] == "ready"
+        assert th.host.directory.sids() == ("counted:c", "fake:bot")
+    assert Counted.created == 1
+
+
+async def test_an_account_the_channel_refuses_as_a_config_error_is_reported_once_not_restarted(
+    make_host: MakeHost, fake_openai: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    answer(fake_openai)
+    Counted.created = 0
+    host = host_yaml(extra="  counted:\n    accounts:\n      - token: $${LITERAL}\n")  # a literal ${ the host allows
+    profiles = {"ana": profile_yaml("fake:bot: ['*']"), "bob": profile_yaml("counted:c: ['*']")}
+    async with make_host(profiles=profiles, host=host, plugins={"ishiki.channel.counted": Counted}) as th:
+        delivery = await th.channel().say("still there?")
+        with anyio.fail_after(10):
+            await delivery.settled()
+        status = th.host.channels.status()
+    assert Counted.created == 1
+    assert "counted#0" not in status  # failed and finished: no restart loop
+    problems = [r for r in caplog.records if "counted#0" in r.getMessage() and r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in problems] == [
+        "channel counted#0 failed: channels.counted.accounts[]: the token holds an unexpanded ${VARIABLE} "
+        "(not restarted)"
+    ]
+    assert problems[0].exc_info is None

@@ -18,7 +18,7 @@ from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest
-from ishiki_host.errors import ChannelError
+from ishiki_host.errors import ChannelUnavailable
 from ishiki_host.host.connections import backoff_delay
 from ishiki_host.host.routes import reap_interval
 from ishiki_host.testing import FakeConnection, FakeOpenAIServer, RecordedRequest, Reply, ScriptedCall, profile_yaml
@@ -315,8 +315,9 @@ async def test_a_runtime_can_be_woken_at_background_priority(
 async def test_a_stopping_host_refuses_input(make_host: MakeHost) -> None:
     async with make_host(profiles={"ana": profile_yaml()}) as th:
         bot = th.channel()
-    with pytest.raises(ChannelError, match="the host is stopping"):
+    with pytest.raises(ChannelUnavailable, match="the host is stopping") as refused:
         await bot.say("too late")
+    assert not refused.value.fatal  # passing: a channel retries it later, never sets the input aside for it
 
 
 async def test_a_runtime_left_unfinished_resumes_at_host_start_without_new_input(

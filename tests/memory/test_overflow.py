@@ -12,14 +12,13 @@ from ishiki_host.core.tokens import estimate_messages_tokens
 from ishiki_host.core.window import SUMMARY_HEADER
 from ishiki_host.errors import ContextLengthExceeded
 from ishiki_host.memory.overflow import (
-    AUTO_COMPACT_NOTICE,
     OVERFLOW_FAILED_NOTICE,
     RETRY_NOTICE,
     OverflowRecovery,
     SessionPolicy,
-    compact_if_needed,
     unanswered_from,
 )
+from ishiki_host.sessions.threshold import AUTO_COMPACT_NOTICE, compact_if_needed
 from ishiki_host.testing.models import FunctionModel, reply
 from ishiki_host.testing.sessions import SessionRig
 
@@ -180,8 +179,52 @@ def test_unanswered_from() -> None:
 
 
 def test_what_each_mode_does() -> None:
-    assert SessionPolicy.for_mode("auto") == SessionPolicy(True, False, True)
-    assert SessionPolicy.for_mode("manual") == SessionPolicy(False, True, True)
-    assert SessionPolicy.for_mode("off") == SessionPolicy(False, False, False)
+    assert SessionPolicy.for_mode("auto") == SessionPolicy(remember_turns=True, retry_on_overflow=True)
+    assert SessionPolicy.for_mode("manual") == SessionPolicy(remember_turns=False, retry_on_overflow=True)
+    assert SessionPolicy.for_mode("off") == SessionPolicy(remember_turns=False, retry_on_overflow=False)
     with pytest.raises(ValueError, match="auto, manual or off"):
         SessionPolicy.for_mode("sometimes")
+
+
+async def test_a_compaction_never_folds_a_message_no_turn_answered(tmp_path: Path) -> None:
+    """Issue 20, item 7: a compaction that landed while a message waited folded it into the summary; the
+    overflow recovery then found "nothing new", queued no retry, and the message was never answered."""
+    budget = Persona()
+    persona = FunctionModel(budget)
+    summarizer = FunctionModel(lambda request: reply(SUMMARY))
+    async with SessionRig(tmp_path, persona=persona, summarizer=summarizer) as rig:
+        for topic in ("north", "south"):
+            assert (await rig.say(paragraph(topic))).status == "done"
+        budget.limit = estimate_messages_tokens(persona.requests[-1].messages) + 5
+        failed = await rig.say("What should Ana pack for the hike?")
+        assert failed.kind == "context_length"
+        await rig.post("And how long is the trail?")  # arrives before anything answered the question
+        compacted = await rig.sessions.compact(reason="auto")  # as /compact, or the valve, would
+        assert compacted.status == "compacted"
+        folded = summarizer.requests[-1].messages[-1].text
+        assert "What should Ana pack" not in folded
+        assert "how long is the trail" not in folded
+        assert [e.data["parts"][0]["text"] for e in compacted.carried if e.data.get("role") == "user"] == [
+            "What should Ana pack for the hike?",
+            "And how long is the trail?",
+        ]
+        notices = Notices()
+        handle = await OverflowRecovery(rig.sessions, rig.rt.agent, notices).handle(failed)
+        assert handle is not None  # nothing new to compact, and still the one retry
+        retried = await handle
+        assert retried.status == "done"
+        assert notices.lines == [RETRY_NOTICE]
+        asked = [m.text for m in persona.requests[-1].messages if m.role == "user"]
+        assert "What should Ana pack for the hike?" in asked
+        assert "And how long is the trail?" in asked
+
+
+async def test_the_compaction_before_a_turn_is_interactive_and_the_only_one(tmp_path: Path) -> None:
+    summarizer = FunctionModel(lambda request: reply(SUMMARY))
+    async with SessionRig(tmp_path, summarizer=summarizer) as rig:
+        await rig.say(paragraph("north"))
+        size = await rig.sessions.size()
+        change = await compact_if_needed(rig.sessions, context_window=size.tokens, threshold=0.9, notify=Notices())
+        assert change is not None
+        assert change.status == "compacted"
+    assert [r.priority for r in summarizer.requests] == ["interactive"]

@@ -104,3 +104,20 @@ def test_preview_prefers_whole_lines() -> None:
     assert all(line.startswith("line ") and len(line) == 8 for line in head.split("\n"))
     assert all(line.startswith("line ") and len(line) == 8 for line in tail.split("\n")[1:])
     assert preview("short", 50, 30) == "short"
+
+
+def _mangle(root: Path, meta: str) -> None:
+    [meta_file] = root.rglob("*.json")
+    meta_file.write_text(meta)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("meta", ["[" * 100_000, '{"trust": ' + "9" * 5_000 + "}", "[1, 2]"])
+async def test_a_mangled_metadata_file_is_a_read_error_not_a_crash(
+    resources: RuntimeResources, tmp_path: Path, meta: str
+) -> None:
+    url = await resources.artifacts.archive("web_fetch", "hello")
+    _mangle(tmp_path, meta)  # json.loads raised RecursionError (or its own ValueError) out of read
+    with pytest.raises(ResourceError) as caught:
+        await resources.center.read(url)
+    assert caught.value.code == "read_failed"

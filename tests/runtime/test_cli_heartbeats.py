@@ -51,6 +51,7 @@ def test_beats_from_the_file_and_from_the_console_are_kept_and_bad_entries_logge
     assert f"{root / 'heartbeats.json'}: [1]: beat 'typo': cron '0 25 * * *': bad hour field '25'" in err
     beats = anyio.run(stored, root)
     assert beats.pop("standup") == (True, None)
+    assert beats.pop("__clear_images__") == (True, None)  # seeded from attachments.retention
     [(made, by)] = beats.items()
     assert made.startswith("b-")
     assert by == (False, "ana/console:local/private:local")
@@ -60,4 +61,4 @@ def test_beats_from_the_file_and_from_the_console_are_kept_and_bad_entries_logge
     assert (code, out) == (0, ""), err
     assert "not valid JSON" in err
     assert "the managed beats are kept as they were" in err
-    assert sorted(anyio.run(stored, root)) == sorted(["standup", made])
+    assert sorted(anyio.run(stored, root)) == sorted(["__clear_images__", "standup", made])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -136,6 +137,24 @@ def test_the_example_config_answers_with_the_demo_and_says_so_once(
     assert out.startswith("Hello! I'm Ishi, the example persona of Ishiki Host.\n")
     assert "I'm a persona" in out
     assert err.count("is not answering") == 1
+
+
+def test_the_demo_condenses_each_exchange_into_long_term_memory_as_the_readme_says(
+    start_ishiki: StartIshiki, tmp_path: Path, repo_root: Path
+) -> None:
+    root = repo_config(tmp_path, repo_root)
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}  # `make run` on a machine without a model server
+    code, out, err = start_ishiki("run", str(root), env=env).finish(input="hello\n")
+    assert code == 0, err
+    assert out.startswith("Hello! I'm Ishi, the example persona of Ishiki Host.\n")
+    code, out, err = start_ishiki("run", str(root), env=env).finish(input="/compact\n")  # after the first's memory
+    assert (code, out) == (0, "Summarized the session and started a fresh one seeded with the summary.\n"), err
+    with sqlite3.connect(f"file:{root / 'data' / 'memory.db'}?mode=ro", uri=True) as db:
+        stored = db.execute("SELECT type, content, profile, min_trust FROM memories ORDER BY id").fetchall()
+    exchange = ("summary", "Someone talked with Ishi, the example persona, on the scripted demo model.", "example",
+                "owner")  # fmt: skip
+    assert exchange in stored  # the condensed exchange, its JSON understood (not stored whole)
+    assert any(content.endswith("(canned answers).") for _, content, _, _ in stored)  # the /compact summary
 
 
 def test_a_failover_to_the_demo_is_said_once(start_ishiki: StartIshiki, tmp_path: Path, repo_root: Path) -> None:

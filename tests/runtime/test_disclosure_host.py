@@ -94,6 +94,8 @@ async def test_tools_a_search_found_are_offered_again_after_the_host_restarts(
 ) -> None:
     fake_openai.push(
         Reply(tool_calls=(ScriptedCall("search", {"query": "weather in a city"}),)),
+        Reply(tool_calls=(ScriptedCall("city_weather", {"city": "Oslo"}),)),
+        Reply(tool_calls=(ScriptedCall("city_weather", {"city": "Kyoto"}),)),
         Reply(tool_calls=(ScriptedCall("finish", {}),)),
     )
     profiles = {"ana": profile_yaml(extra="extends: {trip: {}}\ntoolsearch: {maxResults: 1}\n")}
@@ -103,7 +105,10 @@ async def test_tools_a_search_found_are_offered_again_after_the_host_restarts(
     found = json.loads(tool_messages(fake_openai.requests[1])[0])["found"]
     assert [tool["name"] for tool in found] == ["city_weather"]
     assert tool_names(fake_openai.requests[0]) == ["read", "send_message", "finish", "wait", "search"]
-    assert tool_names(fake_openai.requests[1]) == ["read", "send_message", "finish", "city_weather", "wait", "search"]
+    with_found = ["read", "send_message", "finish", "city_weather", "wait", "search"]
+    assert [tool_names(request) for request in fake_openai.requests[1:4]] == [with_found] * 3
+    # found at step 1, callable at steps 2 and 3: the rest of the turn, not only the next step
+    assert json.loads(tool_messages(fake_openai.requests[3])[-1]) == {"city": "Kyoto", "rain": True}
 
     fake_openai.push(
         Reply(tool_calls=(ScriptedCall("city_weather", {"city": "Kyoto"}),)),
@@ -111,6 +116,6 @@ async def test_tools_a_search_found_are_offered_again_after_the_host_restarts(
     )
     async with make_host(profiles=profiles, plugins=TRIP, root=root) as th:
         await say(th, "and now?")
-    after = fake_openai.requests[2:]
+    after = fake_openai.requests[4:]
     assert tool_names(after[0]) == ["read", "send_message", "finish", "city_weather", "wait", "search"]
     assert json.loads(tool_messages(after[1])[-1]) == {"city": "Kyoto", "rain": True}

@@ -107,7 +107,7 @@ async def test_wait_for_messages_starts_a_turn_after_the_nth(tmp_path: Path) -> 
         await rt.settled()
         starts = [e.data for e in rt.log.iter_forward() if e.name == "turn.start"]
     assert not rt._waiter.armed
-    assert starts[1]["triggers"] == [{"by": "continue", "messages": 2, "reason": "wait"}]
+    assert starts[1]["triggers"] == [{"by": "continue", "messages": 2, "reason": "wait", "trust": "owner"}]
     assert [m.text for m in model.requests[1].messages[-2:]] == ["one", "two"]
 
 

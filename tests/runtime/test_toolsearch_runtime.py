@@ -96,6 +96,7 @@ async def test_a_search_makes_the_best_tools_callable_from_the_next_step(tmp_pat
         [
             reply("", tool_call("search", {"query": "weather forecast"}), tool_call("weather_forecast")),
             reply("", tool_call("weather_forecast", {})),
+            reply("", tool_call("weather_alerts", {})),
             reply("", tool_call("finish")),
         ]
     )
@@ -111,8 +112,10 @@ async def test_a_search_makes_the_best_tools_callable_from_the_next_step(tmp_pat
     assert answers[0]["note"] == "These tools are callable from your next step. 42 more can be found."
     assert answers[1].startswith("unknown tool 'weather_forecast'")  # not in the step of the search
     assert answers[2] == "weather_forecast ran"
+    assert answers[3] == "weather_alerts ran"  # still callable two steps after the search, for the whole turn
     assert names(model.requests[1]) == ["weather_forecast", "weather_alerts", *KERNEL, "search"]
-    assert ran == ["weather_forecast"]
+    assert names(model.requests[2]) == names(model.requests[1]) == names(model.requests[3])
+    assert ran == ["weather_forecast", "weather_alerts"]
     assert outcome.reason == "finish"
     assert entries[1]["added"] == ["weather_forecast", "weather_alerts"]
     assert entries[1]["query"] == "weather forecast"
@@ -222,6 +225,7 @@ async def test_with_codemode_discovered_tools_are_callable_in_programs_without_e
         [
             reply("", tool_call("search", {"query": "weather"})),
             reply("", tool_call("codemode", {"code": code})),
+            reply("", tool_call("codemode", {"code": "return await tools.weather_alerts({});"})),
             reply("", tool_call("finish")),
         ]
     )
@@ -239,7 +243,9 @@ async def test_with_codemode_discovered_tools_are_callable_in_programs_without_e
     assert "tools.read(input" in described
     assert answers[0]["note"].startswith("These tools are callable from your next step as tools.<name>(...) inside")
     assert answers[1] == ["weather_forecast ran", "weather_alerts ran"]
-    assert ran == ["weather_forecast", "weather_alerts"]
+    assert answers[2] == "weather_alerts ran"  # the programs of a later step still reach them
+    assert {spec.name: spec.description for spec in model.requests[2].tools}["codemode"] == described
+    assert ran == ["weather_forecast", "weather_alerts", "weather_alerts"]
 
 
 async def test_an_extension_tool_named_search_is_a_conflict(tmp_path: Path) -> None:

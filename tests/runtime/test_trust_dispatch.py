@@ -15,7 +15,13 @@ from ishiki_host.config.profile_types import Profile, ResourcesConfig, TrustConf
 from ishiki_host.core.model import ModelRequest, ModelResult
 from ishiki_host.core.tools import Tool, ToolContext
 from ishiki_host.errors import ResourceError
-from ishiki_host.resources import Resource, ResourceCenter, ResourceRequest, parse_resource_url
+from ishiki_host.resources import (
+    Resource,
+    ResourceCenter,
+    ResourceRequest,
+    create_runtime_resources,
+    parse_resource_url,
+)
 from ishiki_host.resources.artifacts import ArtifactStore
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.models import FunctionModel, reply, tool_call
@@ -178,3 +184,28 @@ async def test_an_artifact_keeps_its_tools_level(tmp_path: Path) -> None:
     meta.write_text(json.dumps(data))
     with pytest.raises(ResourceError, match="needs trust trusted"):
         await store.read(ResourceRequest(parse_resource_url(open_url), trust="untrusted"))
+
+
+async def test_local_does_not_serve_or_list_what_artifact_and_asset_check(tmp_path: Path) -> None:
+    """Issue 20, item 4: ``local://artifacts/<tool>/<id>.txt`` served an owner-only tool's output to a trusted
+    turn that ``artifact://`` refuses, and ``local://artifacts/<tool>`` listed the ids."""
+    home = tmp_path / "home"
+    resources = create_runtime_resources(home)
+    url = await resources.artifacts.archive("diary", DIARY, trust="owner")
+    artifact_id = url.rsplit("/", 1)[1]
+    (home / "notes").mkdir()
+    (home / "notes" / "today.md").write_text("buy milk", encoding="utf-8")
+    (home / "notes" / "link").symlink_to(home / "artifacts" / "diary")
+    center = resources.center
+    with pytest.raises(ResourceError, match="needs trust owner"):
+        await center.read(url, trust="trusted")
+    for path in (f"artifacts/diary/{artifact_id}", "artifacts/diary", "artifacts", "notes/link", "assets"):
+        with pytest.raises(ResourceError) as refused:
+            await center.read(f"local://{path}", trust="trusted")
+        assert refused.value.code == "forbidden", path
+        assert "4711" not in str(refused.value)
+    listing = (await center.read("local://", trust="trusted")).text
+    assert listing is not None
+    assert listing.splitlines() == ["notes/"]
+    assert (await center.read("local://notes/today.md", trust="trusted")).text == "buy milk"
+    assert "artifact://" in str(refused.value) or "asset://" in str(refused.value)  # names where to read it

@@ -85,7 +85,7 @@ async def test_status_shows_profile_model_breakers_summarizer_session_and_extens
     assert lines[0] == "profile: ana (runtime ana/fake:bot/private:1)"
     assert lines[1] == "model: default (context window 128,000 tokens)"
     assert lines[2] == "  fake:fake-model: breaker closed"
-    assert lines[3] == "summarizer: auto (compaction at 90% of 128,000 tokens)"
+    assert lines[3] == "summarizer: auto (each exchange is condensed into long-term memory)"
     assert lines[4].startswith("session: ~")
     assert lines[4].endswith(" tokens in 3 messages")
     assert lines[5:] == [
@@ -94,6 +94,20 @@ async def test_status_shows_profile_model_breakers_summarizer_session_and_extens
         "skills: 0",
         "notes: none",
     ]
+
+
+async def test_status_says_what_the_channel_set_aside(memory_host: MemoryHost, router: Router, settle: Settle) -> None:
+    async with memory_host() as th:
+        channel = th.channel()
+        await channel.say("/status")
+        quiet = channel.texts()[-1]
+        last = {"updateId": 500_000, "why": "3 tries failed:\n  RuntimeError: no"}
+        channel.status = lambda: {"offset": 500_003, "setAside": 2, "lastSetAside": last}  # type: ignore[attr-defined]
+        await channel.say("/status")
+        told = channel.texts()[-1].splitlines()
+    assert "set aside" not in quiet
+    said = "channel fake:bot: 2 inputs set aside (last: 500000, 3 tries failed: RuntimeError: no)"
+    assert told[5] == f"{said}; see the channel's log"
 
 
 async def test_clear_on_an_empty_session_says_so_and_writes_nothing(

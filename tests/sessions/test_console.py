@@ -77,6 +77,7 @@ def test_every_command_through_the_console(
         "Your files are safe.\n",
         "profile: ana (runtime ana/console:local/private:local)\nmodel: default (context window 128,000 tokens)\n",
         "Commands:\n/beats - List the beats of this chat, soonest first.\n"
+        "/channels [enable|disable NAME|here] - List this profile's channels, or switch one.\n"
         "/clear - Start a fresh session; nothing is carried over. (also /reset)\n",
         "/whoami - Show your id, your trust level and this channel.\n/help <command> shows one command in full.\n",
     ]
@@ -86,7 +87,7 @@ def test_every_command_through_the_console(
         assert found >= 0, f"{block!r} missing after position {at} of:\n{out}"
         at = found + len(block)
     assert "summary: The owner said hello and Ana answered." in out
-    assert "summarizer: auto (compaction at 90% of 128,000 tokens)" in out
+    assert "summarizer: auto (each exchange is condensed into long-term memory)" in out
     assert "session: ~" in out
     assert " tokens in 3 messages, seeded with a summary\n" in out
     assert "workspace: root rw; shell off\n" in out  # an extension's status line

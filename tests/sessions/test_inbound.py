@@ -45,7 +45,9 @@ async def test_a_command_is_answered_in_its_channel_and_never_ingested(
         assert [e for e in log_entries(runtime) if e.type == "message"] == []
         assert router.seen == []  # nothing reached the model
         await channel.say("/HELP clear")
-        assert channel.texts()[-1] == ("/clear\nStart a fresh session; nothing is carried over.\nAliases: /reset")
+        assert channel.texts()[-1] == (
+            "/clear\nStart a fresh session; nothing is carried over.\nAliases: /reset\nNeeds a trusted sender."
+        )
 
 
 async def test_a_slash_word_that_is_no_command_goes_to_the_model(
@@ -87,7 +89,8 @@ async def test_commands_are_gated_by_the_senders_trust(memory_host: MemoryHost, 
         help_for_untrusted = await channel.say("/help", user_id="3")
         await settle_quietly(help_for_untrusted)
         assert "/memories" not in channel.texts()[-1]
-        assert "/clear" in channel.texts()[-1]
+        assert "/clear" not in channel.texts()[-1]
+        assert "/memory" in channel.texts()[-1]
         assert router.seen == []
 
 
@@ -126,3 +129,26 @@ async def test_the_senders_level_is_written_at_ingest_and_the_turn_runs_at_the_l
         assert [e.data["trust"] for e in inbound] == ["owner", "trusted", "untrusted"]
         prompts = [body["messages"][0]["content"] for body in router.requests()]
         assert ["senders the host does not trust" in prompt for prompt in prompts] == [False, False, True]
+
+
+async def test_clear_and_compact_of_a_shared_session_need_a_trusted_sender_unless_the_profile_says(
+    memory_host: MemoryHost, router: Router, settle: Settle
+) -> None:
+    async with memory_host(extra=OWNERS, summarizer="off") as th:
+        channel = th.channel()
+        await settle(runtime_of(await channel.say("plans for the trip", user_id="7", channel_id="group:5")))
+        await channel.say("/clear", user_id="3", channel_id="group:5")
+        await channel.say("/compact", user_id="3", channel_id="group:5")
+        assert channel.texts()[-2:] == [
+            "Sorry, /clear is only for people I trust.",
+            "Sorry, /compact is only for people I trust.",
+        ]
+        runtime = runtime_of(await channel.say("/clear", user_id="7", channel_id="group:5"))
+        assert channel.texts()[-1] == "Started a fresh session; nothing was carried over."
+        assert [e.data["reason"] for e in log_entries(runtime) if e.type == "session"] == ["clear"]
+    opened = OWNERS.replace("trusted: ['fake:7']", "trusted: ['fake:7'], commands: {clear: untrusted}")
+    async with memory_host(extra=opened, summarizer="off") as th:
+        channel = th.channel()
+        await settle(runtime_of(await channel.say("plans for the trip", user_id="7", channel_id="group:5")))
+        await channel.say("/clear", user_id="3", channel_id="group:5")
+        assert channel.texts()[-1] == "Started a fresh session; nothing was carried over."

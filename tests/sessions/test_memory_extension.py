@@ -9,10 +9,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ishiki_host.host.delivery import RuntimeDelivery
-from ishiki_host.memory.overflow import AUTO_COMPACT_NOTICE, OVERFLOW_FAILED_NOTICE, RETRY_NOTICE
+from ishiki_host.memory.overflow import OVERFLOW_FAILED_NOTICE, RETRY_NOTICE
 from ishiki_host.memory.retrieval import MEMORY_HEADER
+from ishiki_host.runtime.command_runner import run_command
+from ishiki_host.sessions.threshold import AUTO_COMPACT_NOTICE
 from ishiki_host.testing import Reply
 from ishiki_host.testing.host import models_yaml
+from ishiki_host.testing.sessions import SessionRig
 
 if TYPE_CHECKING:
     from ishiki_host.runtime.runtime import AgentRuntime
@@ -79,14 +82,15 @@ async def test_retrieval_gives_a_turn_only_what_its_level_may_read(
         runtime = runtime_of(await channel.say("hello", user_id="42"))
         await settle(runtime)
         store = store_of(runtime)
+        here = str(runtime.key)  # made in this chat (memory.scope: sender)
         await store.memories.add(
-            "fact", "The owner's garden has tomatoes.", profile="ana", runtime_key="other", min_trust="owner"
+            "fact", "The owner's garden has tomatoes.", profile="ana", runtime_key=here, min_trust="owner"
         )
         await store.memories.add(
-            "fact", "The group likes tomatoes too.", profile="ana", runtime_key="other", min_trust="untrusted"
+            "fact", "The group likes tomatoes too.", profile="ana", runtime_key=here, min_trust="untrusted"
         )
         await store.memories.add(
-            "reminder", "Water the tomatoes.", profile="ana", runtime_key="other", min_trust="untrusted"
+            "reminder", "Water the tomatoes.", profile="ana", runtime_key=here, min_trust="untrusted"
         )
         await settle(runtime_of(await channel.say("what about tomatoes?", user_id="3")))
         await settle(runtime_of(await channel.say("tomatoes, again?", user_id="42")))
@@ -107,19 +111,32 @@ async def test_manual_mode_compacts_at_the_threshold_and_the_summary_is_sent_onc
         channel = th.channel()
         await settle(runtime_of(await channel.say("one sheep")))
         assert channel.texts() == ["re: one sheep"]
-        runtime = runtime_of(await channel.say("two sheep " + "baa " * 60))
+        two = "two sheep" + " baa" * 150  # with it, the session is over half the context window
+        runtime = runtime_of(await channel.say(two))
         await settle(runtime)
-        assert channel.texts()[-1] == AUTO_COMPACT_NOTICE
+        # Compacted before the turn that answers it (the seed's rule), and that message carried, not folded.
+        assert channel.texts()[-2:] == [AUTO_COMPACT_NOTICE, f"re: {two}"]
         assert router.count("summary") == 1
         assert router.count("condense") == 0
-        boundary = [e for e in runtime.context.log.iter_forward() if e.type == "session"]
+        summary_call = json.dumps(router.requests("summary")[0])
+        assert "one sheep" in summary_call
+        assert "two sheep" not in summary_call
+        entries = list(runtime.context.log.iter_forward())
+        boundary = [e for e in entries if e.type == "session"]
         assert [b.data["reason"] for b in boundary] == ["auto"]
-        await settle(runtime_of(await channel.say("three sheep")))
-        sent = json.dumps(router.requests()[-1])
+        carried = [e for e in entries if e.id > boundary[0].id and e.data.get("carried")]
+        assert [e.data["parts"][0]["text"] for e in carried] == [two]
+        sent = json.dumps(router.requests("turn")[-1])
         assert sent.count("They counted sheep up to three.") == 1
         assert "one sheep" not in sent
+        router.summaries.append(Reply("They counted to two, with much baa."))
+        await settle(runtime_of(await channel.say("three sheep")))  # the session is over the threshold again
+        sent = json.dumps(router.requests("turn")[-1])
+        assert sent.count("They counted to two, with much baa.") == 1
+        assert "baa baa" not in sent
+        assert "three sheep" in sent
         memories = await store_of(runtime).memories.latest("ana", trust="owner")
-        assert [m.type for m in memories] == ["summary"]
+        assert [m.type for m in memories] == ["summary", "summary"]
 
 
 async def test_a_context_overflow_compacts_and_retries_the_turn_once(
@@ -259,3 +276,49 @@ async def test_an_unknown_summarizer_model_is_reported_and_the_profiles_model_su
     assert "summarizer model 'nope:nothing' is unknown" in status
     assert router.count("condense") == 1
     assert any("summarizer model 'nope:nothing' is unknown" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("scope", "recalled_elsewhere"), [("sender", False), ("channel", False), ("profile", True)], ids=str
+)
+async def test_what_one_person_said_in_their_chat_is_not_recalled_in_anothers_by_default(
+    memory_host: MemoryHost, router: Router, settle: Settle, scope: str, recalled_elsewhere: bool
+) -> None:
+    """Issue 20, item 6: memories were scoped by trust only, so a persona serving many people recalled what A
+    told it in B's chat. Two users, two private chats (channel mode), then A again in a group."""
+    router.memories.append(Reply(json.dumps({"type": "fact", "content": "Aiko's locker code is 4711."})))
+    router.memories.append(Reply(json.dumps({"type": "fact", "content": "Ben likes green tea."})))
+    async with memory_host(host_extra=f"memory: {{scope: {scope}}}\n") as th:
+        channel = th.channel()
+        await settle(runtime_of(await channel.say("my locker code is 4711", user_id="1", channel_id="private:1")))
+        await settle(runtime_of(await channel.say("I like green tea", user_id="2", channel_id="private:2")))
+        ben = runtime_of(await channel.say("what is the locker code?", user_id="2", channel_id="private:2"))
+        await settle(ben)
+        ben_prompt = system_prompt(router.requests("turn")[-1])
+        aiko = runtime_of(await channel.say("my locker code again?", user_id="1", channel_id="group:9"))
+        await settle(aiko)
+        group_prompt = system_prompt(router.requests("turn")[-1])
+        memories = await store_of(ben).memories.latest("ana", trust="owner", count=10)
+    assert {"Aiko's locker code is 4711.", "Ben likes green tea."} <= {m.content for m in memories}
+    assert "Ben likes green tea." not in ben_prompt  # this session's own memory: the window has it already
+    assert ("4711" in ben_prompt) is recalled_elsewhere
+    # Aiko in a group she shares with others: her own memory follows her only with scope sender (or profile).
+    assert ("4711" in group_prompt) is (scope != "channel")
+
+
+async def test_memories_lists_only_what_this_chat_and_this_sender_may_recall(tmp_path: Any) -> None:
+    async with SessionRig(tmp_path) as rig:
+        memories = rig.store.memories
+        key = str(rig.rt.key)
+        await memories.add("fact", "A's note", profile="test", runtime_key=key, min_trust="trusted",
+                           chats=["fake:bot private:1"], senders=["fake:1"])  # fmt: skip
+        await memories.add("fact", "B's note", profile="test", runtime_key=key, min_trust="trusted",
+                           chats=["fake:bot private:2"], senders=["fake:2"])  # fmt: skip
+        await memories.add("fact", "an old note", profile="test", runtime_key="elsewhere", min_trust="trusted")
+        invocation = rig.context(sender="fake:2", trust="trusted", channel="fake:bot private:2")
+        result = await run_command(rig.table, invocation, "/memories")
+    assert result is not None
+    assert result.reply is not None
+    assert "B's note" in result.reply
+    assert "A's note" not in result.reply
+    assert "an old note" not in result.reply  # made by another runtime before memories recorded their chats

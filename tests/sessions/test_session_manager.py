@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ishiki_host import hookimpl
+from ishiki_host import CarriedSummary, hookimpl
 from ishiki_host.core.model import ModelRequest, ModelResult
 from ishiki_host.core.window import SUMMARY_HEADER, project_entries
 from ishiki_host.errors import ModelUnavailable
@@ -94,7 +94,8 @@ async def test_compact_writes_a_summary_memory_and_a_seeded_boundary(tmp_path: P
         assert change.memory.min_trust == "trusted"  # the highest level of the messages it covers
         data = change.boundary.data
         assert data == {"reason": "compact", "summary": SUMMARY, "upto": change.boundary.id - 2,
-                        "min_trust": "trusted", "memory": change.memory.id}  # fmt: skip
+                        "min_trust": "trusted", "memory": change.memory.id, "chats": ["telegram:bot private:local"],
+                        "senders": ["telegram:9", "telegram:5"]}  # fmt: skip
         usage = [e for e in rig.rt.log.iter_forward() if e.type == "usage"]
         assert usage[-1].data["purpose"] == "compact"
         assert usage[-1].id == change.boundary.id - 1
@@ -109,7 +110,7 @@ async def test_compact_writes_a_summary_memory_and_a_seeded_boundary(tmp_path: P
         closed = await rig.store.sessions.get(first)  # type: ignore[arg-type]
         assert closed.end_fact_id == change.boundary.id - 1
         assert closed.end_reason == "compact"
-        assert await rig.sessions.carried_summary() == SUMMARY
+        assert await rig.sessions.carried_summary() == CarriedSummary(SUMMARY, "trusted")
         await rig.command("/memory")
         assert rig.replies[-1] == f"Summary carried into this session:\n{SUMMARY}"
 

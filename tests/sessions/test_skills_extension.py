@@ -92,3 +92,33 @@ async def test_the_model_reads_a_skill_and_untrusted_turns_get_no_skills(
         refused = json.dumps(untrusted[-1]["messages"][-1])
         assert "forbidden: skill:// needs trust trusted; this conversation is untrusted" in refused
         assert "Water at 80 degrees." not in refused
+
+
+def deep_skill(name: str) -> str:
+    """A front matter nested 600 deep (1.2 KB): it used to exhaust the YAML parser's recursion."""
+    return skill(name, "Deep.").replace("---\n", f"---\nextra: {'[' * 600}{']' * 600}\n", 1)
+
+
+async def test_a_hostile_skill_is_skipped_at_start_and_on_a_reload_tick(
+    memory_host: MemoryHost, router: Router, settle: Settle, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = {
+        "skills/brew-tea/SKILL.md": skill("brew-tea", "Brew tea well."),
+        "skills/deep/SKILL.md": deep_skill("deep"),
+    }
+    async with memory_host(summarizer="off", files=files, reload_interval=2, clock=fake_clock) as th:
+        channel = th.channel()
+        await settle(runtime_of(await channel.say("one")))
+        assert f"{SKILLS_HEADER}\n- brew-tea: Brew tea well." in prompt(router)
+        assert "skills/deep/SKILL.md:2: nested deeper than 64 levels; skipped" in caplog.text
+
+        write_skill(th.root, "deeper", deep_skill("deeper"))
+        write_skill(th.root, "haiku", skill("haiku", "Write haiku."))
+        store = th.host.services.memory
+        with anyio.fail_after(10):
+            while len(await store.skills.all()) < 2:  # the reload tick reads both; only the good one loads
+                await fake_clock.advance(2)
+                await anyio.wait_all_tasks_blocked()
+        assert "skills/deeper/SKILL.md:2: nested deeper than 64 levels; skipped" in caplog.text
+        await settle(runtime_of(await channel.say("two")))
+        assert "- brew-tea: Brew tea well.\n- haiku: Write haiku." in prompt(router)

@@ -114,11 +114,12 @@ async def test_a_successful_turn_becomes_one_memory(tmp_path: Path) -> None:
     condense = FunctionModel(lambda r: reply('{"type": "fact", "content": "Ana drinks jasmine tea."}'))
     async with SessionRig(tmp_path) as rig:
         outcome = await rig.say("I only drink jasmine tea", sender="telegram:5", trust="trusted")
-        memory = await remember_turn(
+        remembered = await remember_turn(
             Summarizer(condense), rig.store, rig.rt.log, outcome, trust="trusted", profile="test",
             runtime_key=str(rig.rt.key), session_id=rig.sessions.session_id,
         )  # fmt: skip
-        assert memory is not None
+        assert remembered is not None
+        memory = remembered.memory
         assert (memory.type, memory.content, memory.min_trust) == ("fact", "Ana drinks jasmine tea.", "trusted")
         assert memory.session_id == rig.sessions.session_id
         request: ModelRequest = condense.requests[0]
@@ -131,11 +132,12 @@ async def test_prose_is_stored_as_a_summary_readable_at_the_turn_level(tmp_path:
     condense = FunctionModel(lambda r: reply("Someone said hello."))
     async with SessionRig(tmp_path) as rig:
         outcome = await rig.say("hello", sender="telegram:9", trust="untrusted")
-        memory = await remember_turn(
+        remembered = await remember_turn(
             Summarizer(condense), rig.store, rig.rt.log, outcome, trust="untrusted", profile="test",
             runtime_key="k", session_id=None,
         )  # fmt: skip
-        assert memory is not None
+        assert remembered is not None
+        memory = remembered.memory
         assert (memory.type, memory.min_trust) == ("summary", "untrusted")
 
 
@@ -181,8 +183,9 @@ async def test_the_summarizer_over_a_real_provider(
         summarizer = Summarizer(gateway.model("fake:small", failover=FailoverPolicy(attempts=1)))
         outcome = await rig.say("Réponds-moi en français, s'il te plaît")
         kwargs: dict[str, Any] = {"trust": "owner", "profile": "test", "runtime_key": "k", "session_id": None}
-        memory = await remember_turn(summarizer, rig.store, rig.rt.log, outcome, **kwargs)
-        assert memory is not None
+        remembered = await remember_turn(summarizer, rig.store, rig.rt.log, outcome, **kwargs)
+        assert remembered is not None
+        memory = remembered.memory
         assert (memory.type, memory.content) == ("lesson", "Answer Ana in French.")
         body = fake_openai.requests[0].json
         assert body["messages"][0] == {"role": "system", "content": CONDENSE_SYSTEM}

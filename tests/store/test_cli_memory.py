@@ -79,7 +79,9 @@ def test_nothing_to_delete(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("yaml_text", "message"),
     [
-        ("data_dir: [1, 2\n", "ishiki.yaml:2: not valid YAML"),
+        ("data_dir: [1, 2\n", "ishiki.yaml:2: invalid YAML"),
+        ("data_dir: " + "[" * 600 + "]" * 600 + "\n", "ishiki.yaml:1: nested deeper than 64 levels"),
+        ("data_dir: &a [*a]\n", "ishiki.yaml:1: alias '*a' refers to itself"),
         ("log_level: info\ndata_dir: 42\n", "ishiki.yaml:2: data_dir: must be a directory path, got 42"),
         ("- a list\n", "ishiki.yaml:1: must be a mapping of settings"),
     ],

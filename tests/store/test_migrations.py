@@ -55,6 +55,7 @@ def test_the_real_schema_has_every_table(db_path: Path) -> None:
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger')")}
     conn.close()
     expected = {"sessions", "memories", "memories_fts", "images", "learned_skills", "heartbeat", "heartbeat_runs"}
+    expected |= {"memory_links"}
     assert expected | {"plugin_settings", "memories_fts_insert", "memories_fts_delete", "memories_fts_update"} <= names
 
 
@@ -124,3 +125,30 @@ def test_another_programs_database_is_refused(db_path: Path) -> None:
 def test_migrations_must_be_numbered_from_one(db_path: Path) -> None:
     with pytest.raises(StoreError, match=r"numbered 1, 2, 3"):
         connect(db_path, migrations=(NOTES_V2,))
+
+
+def test_a_version_one_file_keeps_its_memories_and_beats_through_versions_two_and_three(db_path: Path) -> None:
+    """Issue 20: beats get a maker's level (2), memories the chats and senders they are about (3)."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_path)
+    for statement in MIGRATIONS[0].statements:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(
+        "INSERT INTO memories (type, content, search_text, profile, runtime_key, created_at) "
+        "VALUES ('fact', 'Ana likes tea', 'ana likes tea', 'ana', 'ana/fake:bot/private:1', 0)"
+    )
+    conn.commit()
+    conn.close()
+    upgraded = connect(db_path)
+    try:
+        assert [tuple(r) for r in upgraded.execute("SELECT content, runtime_key FROM memories")] == [
+            ("Ana likes tea", "ana/fake:bot/private:1")
+        ]
+        assert upgraded.execute("SELECT count(*) FROM memory_links").fetchone()[0] == 0
+        columns = {row[1] for row in upgraded.execute("PRAGMA table_info(heartbeat)")}
+        assert "trust" in columns
+    finally:
+        upgraded.close()
+    assert _header(db_path) == (SCHEMA_VERSION, APPLICATION_ID)

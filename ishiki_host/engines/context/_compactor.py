@@ -3,7 +3,8 @@
 Window selection notes where the window should be compacted (``note``); after the turn (``after_turn``) the
 compactor asks its task (``run``, started by the runtime in its task group) to summarize the entries up to
 that point with a background-priority call, within ``timeout`` seconds of the runtime's clock. The result is
-appended as ``compact {summary, upto}`` (and a ``usage`` entry for the call) while no turn runs: at once when
+appended as ``compact {summary, upto, min_trust}`` (``min_trust``: the highest level of what it covers, the
+lowest that may read it; and a ``usage`` entry for the call) while no turn runs: at once when
 the agent is idle, else right after the running turn. A failure is logged and retried after the next turn;
 until a summary lands the window keeps every entry that fits the budget, so nothing is lost from sight.
 """
@@ -175,7 +176,7 @@ class Compactor:
         if not summary:
             raise EngineError(f"the summary model {model.name} answered with no text")
         usage = {"purpose": "context.summary", "model": result.model or model.name, **result.usage.to_dict()}
-        self._ready, self._usage = {"summary": summary, "upto": cut}, usage
+        self._ready, self._usage = {"summary": summary, "upto": cut, "min_trust": dropped.readers()}, usage
         return True
 
     def _model(self) -> LanguageModel:

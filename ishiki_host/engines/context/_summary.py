@@ -11,10 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ishiki_host.core.entries import Entry
+from ishiki_host.core.levels import summary_readers
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest
+
+if TYPE_CHECKING:
+    from ishiki_host.core.tools import TrustLevel
 
 __all__ = ["SUMMARY_SYSTEM", "Dropped", "collect_dropped", "summary_request"]
 
@@ -29,11 +34,17 @@ points in the language of the conversation, at most about {words} words. Answer 
 
 @dataclass(frozen=True, slots=True)
 class Dropped:
-    """What one compaction covers: the previous summary and the entries after it, oldest first."""
+    """What one compaction covers: the previous summary (``head``: the entry carrying it) and the entries
+    after it, oldest first."""
 
     previous: str | None
     entries: list[Entry]
     omitted: bool
+    head: Entry | None = None
+
+    def readers(self) -> TrustLevel:
+        """The lowest level that may read the summary of all this (``summary_readers``)."""
+        return summary_readers([*([self.head] if self.head is not None else []), *self.entries])
 
 
 def collect_dropped(
@@ -44,6 +55,7 @@ def collect_dropped(
     Reads at most the entries after ``cut`` plus about twice ``budget`` tokens' worth before it.
     """
     previous: str | None = None
+    head: Entry | None = None
     floor = 0
     seen_compact = False
     picked: list[Entry] = []
@@ -58,12 +70,13 @@ def collect_dropped(
             floor = upto if isinstance(upto, int) and not isinstance(upto, bool) else 0
             if floor >= cut:
                 return None
-            previous = _summary(entry)
+            previous, head = _summary(entry), entry
             continue
         if entry.type == "session":
             if entry.id > cut:
                 return None
-            previous = previous if seen_compact else _summary(entry)
+            if not seen_compact:
+                previous, head = _summary(entry), entry
             break
         if entry.id > cut or entry.type == "compact":
             continue
@@ -77,7 +90,7 @@ def collect_dropped(
         picked.append(entry)
         used += size
     picked.reverse()
-    return Dropped(previous, picked, omitted)
+    return Dropped(previous, picked, omitted, head)
 
 
 def summary_request(transcript: list[str], dropped: Dropped, *, max_tokens: int) -> ModelRequest:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
+from ishiki_host.config.jsonio import load_json
 from ishiki_host.engines.wakeup._inbound import channel_key, message_features, source_channel, wake_source
 from ishiki_host.engines.wakeup.willingness_model import (
     WILLINGNESS_CONFIG_SCHEMA,
@@ -41,7 +42,7 @@ from ishiki_host.engines.wakeup.willingness_model import (
     WillingnessModel,
     WillingnessOptions,
 )
-from ishiki_host.errors import AgentStopped, EngineStateInvalid
+from ishiki_host.errors import AgentStopped, ConfigError, EngineStateInvalid
 from ishiki_host.plugins.base import WakeupEngine
 
 if TYPE_CHECKING:
@@ -203,15 +204,20 @@ class WillingnessWakeup:
 
 def load_state(path: Path, options: WillingnessOptions) -> tuple[WillingnessModel, int]:
     """The saved scores and ``lastEntry``; fresh ones when there is no file or it cannot be read (set aside)."""
+    if not path.exists():
+        return WillingnessModel(options), 0
     try:
-        data = json.loads(path.read_bytes())
+        # The host's hardened loader: a mangled file nested 100,000 deep is one error, not a RecursionError.
+        data = load_json(path, str(path), ConfigError).data
+        if not isinstance(data, dict):
+            raise EngineStateInvalid("willingness state: expected a JSON object")
         model = WillingnessModel.from_dict(data, options)
         scored = data.get("lastEntry", 0)
         if isinstance(scored, bool) or not isinstance(scored, int):
             raise EngineStateInvalid(f'willingness state: "lastEntry" must be an entry id, not {scored!r}')
     except FileNotFoundError:
         return WillingnessModel(options), 0
-    except (OSError, ValueError, EngineStateInvalid) as exc:
+    except (ConfigError, ValueError, EngineStateInvalid) as exc:
         aside = path.with_name(path.name + ".corrupt")
         logger.warning("%s cannot be read (%s); the scores start from zero and it is kept as %s", path, exc, aside)
         with contextlib.suppress(OSError):

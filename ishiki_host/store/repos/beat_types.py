@@ -6,6 +6,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from ishiki_host.core.tools import TRUST_ORDER, TrustLevel
 from ishiki_host.errors import StoreError
 
 __all__ = ["BEAT_TYPES", "Beat", "BeatRun", "BeatSpec", "BeatSyncReport", "BeatTarget", "BeatType"]
@@ -28,7 +29,10 @@ class BeatSpec:
     """What defines a beat, as ``heartbeats.json`` or the ``set_beat`` tool gives it.
 
     ``timezone`` ``None`` means the host's default; ``target`` ``None`` means a background call whose output
-    is only recorded.
+    is only recorded. ``trust`` is the highest level the beat's turns run at: the level of the turn that made
+    it (``set_beat``), so a beat never runs above its maker, or the ``trust`` the operator wrote in
+    ``heartbeats.json``; ``None`` (a file beat without one, and beats made before levels were recorded) runs at
+    the level of the runtime it wakes.
     """
 
     id: str
@@ -38,6 +42,7 @@ class BeatSpec:
     timezone: str | None = None
     target: BeatTarget | None = None
     recurring: bool = True
+    trust: TrustLevel | None = None
 
     def validate(self) -> BeatSpec:
         """Return ``self``, or raise ``StoreError`` naming the beat and the bad field."""
@@ -51,6 +56,8 @@ class BeatSpec:
             raise StoreError(f"beat {self.id!r}: cron is empty")
         if self.target and not (self.target.profile and self.target.sid and self.target.channel):
             raise StoreError(f"beat {self.id!r}: a target needs profile, sid and channel")
+        if self.trust is not None and self.trust not in TRUST_ORDER:
+            raise StoreError(f"beat {self.id!r}: trust {self.trust!r} is not one of {', '.join(TRUST_ORDER)}")
         return self
 
     def schedule_key(self) -> tuple[str, str | None, bool]:
@@ -75,11 +82,14 @@ class Beat:
     next_run: float | None
     created_at: float
     updated_at: float
+    trust: TrustLevel | None = None
 
     @property
     def spec(self) -> BeatSpec:
         """The definition part, e.g. to ``dataclasses.replace`` fields for an update."""
-        return BeatSpec(self.id, self.text, self.type, self.cron, self.timezone, self.target, self.recurring)
+        return BeatSpec(
+            self.id, self.text, self.type, self.cron, self.timezone, self.target, self.recurring, self.trust
+        )
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Beat:
@@ -87,7 +97,7 @@ class Beat:
         target = BeatTarget(row[5], row[6], row[7]) if row[5] is not None else None
         return cls(
             row[0], row[1], row[2], row[3], row[4], target, bool(row[8]), bool(row[9]), row[10], row[11], row[12],
-            row[13], row[14],
+            row[13], row[14], row[15],
         )  # fmt: skip
 
 

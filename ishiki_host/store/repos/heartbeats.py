@@ -31,7 +31,7 @@ Schedule = Callable[[BeatSpec], "float | None"]
 
 _COLUMNS = (
     "id, text, type, cron, timezone, target_profile, target_sid, target_channel, recurring, managed, created_by, "
-    "last_run, next_run, created_at, updated_at"
+    "last_run, next_run, created_at, updated_at, trust"
 )
 _RUN_COLUMNS = "id, beat_id, started_at, finished_at, outcome, output"
 
@@ -56,9 +56,9 @@ def _target(spec: BeatSpec) -> tuple[str | None, str | None, str | None]:
 def _insert(conn: sqlite3.Connection, w: _Write, *, managed: bool, created_by: str | None) -> None:
     s = w.spec
     conn.execute(
-        f"INSERT INTO heartbeat ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+        f"INSERT INTO heartbeat ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
         (s.id, s.text, s.type, s.cron, s.timezone, *_target(s), int(s.recurring), int(managed), created_by,
-         w.next_run, w.now, w.now),
+         w.next_run, w.now, w.now, s.trust),
     )  # fmt: skip
 
 
@@ -66,8 +66,8 @@ def _replace(conn: sqlite3.Connection, w: _Write) -> None:
     s = w.spec
     conn.execute(
         "UPDATE heartbeat SET text = ?, type = ?, cron = ?, timezone = ?, target_profile = ?, target_sid = ?, "
-        "target_channel = ?, recurring = ?, next_run = ?, updated_at = ? WHERE id = ?",
-        (s.text, s.type, s.cron, s.timezone, *_target(s), int(s.recurring), w.next_run, w.now, s.id),
+        "target_channel = ?, recurring = ?, next_run = ?, updated_at = ?, trust = ? WHERE id = ?",
+        (s.text, s.type, s.cron, s.timezone, *_target(s), int(s.recurring), w.next_run, w.now, s.trust, s.id),
     )
 
 

@@ -24,6 +24,7 @@ from ishiki_host.store.repos.memory_types import (
     Memory,
     MemoryDraft,
     MemoryHit,
+    MemoryScope,
     MemoryType,
 )
 from ishiki_host.store.repos.remembered import Remembered
@@ -79,7 +80,13 @@ def _insert(conn: sqlite3.Connection, drafts: Sequence[MemoryDraft], now: float)
             (d.type, d.content, index_text(d.content), d.profile, d.runtime_key, d.session_id, d.importance,
              d.min_trust, now),
         )  # fmt: skip
-        ids.append(int(cursor.lastrowid or 0))
+        memory_id = int(cursor.lastrowid or 0)
+        links = {("chat", v) for v in d.chats if v} | {("sender", v) for v in d.senders if v}
+        conn.executemany(
+            "INSERT INTO memory_links (memory_id, kind, value) VALUES (?, ?, ?)",
+            [(memory_id, kind, value) for kind, value in sorted(links)],
+        )
+        ids.append(memory_id)
     return ids
 
 
@@ -110,9 +117,16 @@ class MemoriesRepo:
         session_id: int | None = None,
         importance: float = 0.5,
         min_trust: TrustLevel = "owner",
+        chats: Collection[str] = (),
+        senders: Collection[str] = (),
     ) -> Memory:
-        """Store one memory and return it; ``StoreError`` on an unknown type, empty content, bad importance."""
-        draft = _validate(MemoryDraft(type, content, profile, runtime_key, session_id, importance, min_trust))
+        """Store one memory and return it; ``StoreError`` on an unknown type, empty content, bad importance.
+        ``chats`` and ``senders``: where it was made and whom it involves (``MemoryScope``)."""
+        draft = _validate(
+            MemoryDraft(
+                type, content, profile, runtime_key, session_id, importance, min_trust, tuple(chats), tuple(senders)
+            )
+        )
         now = self._clock.now()
 
         def run(conn: sqlite3.Connection) -> Memory:
@@ -152,17 +166,25 @@ class MemoriesRepo:
         return await self._db.read(lambda conn: _get(conn, memory_id))
 
     async def latest(
-        self, profile: str, *, trust: TrustLevel, types: Collection[MemoryType] | None = None, count: int = 10
+        self,
+        profile: str,
+        *,
+        trust: TrustLevel,
+        types: Collection[MemoryType] | None = None,
+        count: int = 10,
+        scope: MemoryScope | None = None,
     ) -> list[Memory]:
-        """The newest memories of a profile readable at ``trust``; ``count`` is clamped to 1..``MAX_LIST``."""
+        """The newest memories of a profile readable at ``trust`` (and within ``scope``, when given); ``count``
+        is clamped to 1..``MAX_LIST``."""
         chosen, readable = _types(types), _readable(trust)
         limit = min(max(1, count), MAX_LIST)
+        scoped, scope_params = scope.clause() if scope is not None else ("1", ())
 
         def run(conn: sqlite3.Connection) -> list[Memory]:
             rows = conn.execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memories AS m WHERE m.profile = ? AND m.type IN ({_marks(chosen)}) "
-                f"AND m.min_trust IN ({_marks(readable)}) ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
-                (profile, *chosen, *readable, limit),
+                f"AND m.min_trust IN ({_marks(readable)}) AND {scoped} ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+                (profile, *chosen, *readable, *scope_params, limit),
             )
             return [Memory.from_row(row) for row in rows]
 
@@ -178,18 +200,29 @@ class MemoriesRepo:
         exclude_session_id: int | None = None,
         types: Collection[MemoryType] = RETRIEVABLE_TYPES,
         runtime_key: str | None = None,
+        scope: MemoryScope | None = None,
+        pending_reminders_only: bool = False,
     ) -> list[MemoryHit]:
         """The memories most relevant to ``text``: BM25 over its words, then newest first among equals.
 
         Any text is safe (see ``ishiki_host.store.text``); text without a word returns ``[]``. By default
         reminders are left out; ``exclude_session_id`` leaves out the current session's rows; ``runtime_key``
-        keeps only one runtime's rows. ``limit`` is clamped to 1..``MAX_SEARCH``.
+        keeps only one runtime's rows; ``scope`` only the memories of the reader's chats and people
+        (``MemoryScope``); ``pending_reminders_only`` keeps a reminder only while its beat
+        (``reminder_beat_id``) is scheduled. ``limit`` is clamped to 1..``MAX_SEARCH``.
         """
         terms, chosen, readable = query_terms(text), _types(types), _readable(trust)
         if not terms or not chosen:
             return []
         where = SearchFilter(
-            profile, tuple(chosen), tuple(readable), exclude_session_id, runtime_key, min(max(1, limit), MAX_SEARCH)
+            profile,
+            tuple(chosen),
+            tuple(readable),
+            exclude_session_id,
+            runtime_key,
+            min(max(1, limit), MAX_SEARCH),
+            scope,
+            pending_reminders_only,
         )
         return await self._db.read(lambda conn: search(conn, terms, where))
 

@@ -7,6 +7,9 @@ within ``CANDIDATE_BUDGET``, always keeping at least the rarest one. The words d
 whose inverse document frequency, hence their weight in BM25, is the smallest: rows matching only those would
 rank last anyway. Scores are compared at ``SCORE_PRECISION`` decimals so float noise between equally relevant
 rows (tiny IDFs in a small table, slightly different lengths) does not hide the recency tie-break.
+
+``SearchFilter.pending_reminders_only`` keeps a ``reminder`` only while its beat (``reminder_beat_id``) is in
+the heartbeat table with a next run: a reminder still to come, not one already given or never scheduled.
 """
 
 from __future__ import annotations
@@ -14,13 +17,23 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from ishiki_host.store.repos.memory_types import MEMORY_COLUMNS, Memory, MemoryHit
+from ishiki_host.store.repos.memory_types import (
+    MEMORY_COLUMNS,
+    REMINDER_BEAT_PREFIX,
+    Memory,
+    MemoryHit,
+    MemoryScope,
+)
 from ishiki_host.store.text import quote_terms
 
 __all__ = ["CANDIDATE_BUDGET", "SCORE_PRECISION", "SearchFilter", "choose_terms", "search"]
 
 CANDIDATE_BUDGET = 5_000
 SCORE_PRECISION = 4
+_PENDING = (
+    "(? = 0 OR m.type != 'reminder' OR EXISTS "
+    "(SELECT 1 FROM heartbeat AS h WHERE h.id = ? || m.id AND h.next_run IS NOT NULL))"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +46,8 @@ class SearchFilter:
     exclude_session: int | None = None
     runtime_key: str | None = None
     limit: int = 20
+    scope: MemoryScope | None = None
+    pending_reminders_only: bool = False
 
 
 def choose_terms(conn: sqlite3.Connection, terms: list[str], budget: int = CANDIDATE_BUDGET) -> list[str]:
@@ -61,15 +76,17 @@ def search(conn: sqlite3.Connection, terms: list[str], where: SearchFilter) -> l
     if not kept:
         return []
     types, readable = where.types, where.readable
+    scoped, scope_params = where.scope.clause() if where.scope is not None else ("1", ())
     # CROSS JOIN keeps the FTS index as the driving table: matching rows first, then the row filters.
     rows = conn.execute(
         f"SELECT {MEMORY_COLUMNS}, f.rank FROM memories_fts AS f CROSS JOIN memories AS m ON m.id = f.rowid "
         f"WHERE memories_fts MATCH ? AND m.profile = ? AND m.type IN ({_marks(types)}) "
         f"AND m.min_trust IN ({_marks(readable)}) AND (? IS NULL OR m.session_id IS NOT ?) "
-        "AND (? IS NULL OR m.runtime_key = ?) "
+        f"AND (? IS NULL OR m.runtime_key = ?) AND {scoped} AND {_PENDING} "
         "ORDER BY round(f.rank, ?), m.created_at DESC, m.id DESC LIMIT ?",
         (quote_terms(kept), where.profile, *types, *readable, where.exclude_session, where.exclude_session,
-         where.runtime_key, where.runtime_key, SCORE_PRECISION, where.limit),
+         where.runtime_key, where.runtime_key, *scope_params, int(where.pending_reminders_only),
+         REMINDER_BEAT_PREFIX, SCORE_PRECISION, where.limit),
     )  # fmt: skip
     return [MemoryHit(Memory.from_row(row), float(row["rank"])) for row in rows]
 

@@ -13,17 +13,26 @@ __all__ = [
     "MAX_LIST",
     "MAX_SEARCH",
     "MEMORY_COLUMNS",
+    "MEMORY_SCOPES",
     "MEMORY_TYPES",
+    "REMINDER_BEAT_PREFIX",
     "RETRIEVABLE_TYPES",
     "Memory",
     "MemoryDraft",
     "MemoryHit",
+    "MemoryScope",
     "MemoryType",
+    "ScopeMode",
+    "reminder_beat_id",
 ]
 
 MemoryType = Literal["summary", "fact", "lesson", "reminder"]
 MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
 RETRIEVABLE_TYPES: tuple[MemoryType, ...] = ("summary", "fact", "lesson")
+ScopeMode = Literal["sender", "channel", "profile"]
+MEMORY_SCOPES: tuple[ScopeMode, ...] = get_args(ScopeMode)
+REMINDER_BEAT_PREFIX = "r-"
+"""The beat of a ``reminder`` memory is ``r-<memory id>``: how retrieval tells a reminder still to come."""
 MAX_LIST = 50
 MAX_SEARCH = 100
 MEMORY_COLUMNS = (
@@ -31,9 +40,16 @@ MEMORY_COLUMNS = (
 )
 
 
+def reminder_beat_id(memory_id: int) -> str:
+    """The id of the one-shot beat a ``reminder`` memory was scheduled as (``r-12`` for memory 12)."""
+    return f"{REMINDER_BEAT_PREFIX}{memory_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryDraft:
-    """A memory to add. ``min_trust`` is the lowest trust level that may read it (the turn's level)."""
+    """A memory to add. ``min_trust`` is the lowest trust level that may read it (the turn's level);
+    ``chats`` (``platform:selfId channelId``) are where it was made, ``senders`` (``platform:userId``) whom it
+    involves: what ``MemoryScope`` matches."""
 
     type: MemoryType
     content: str
@@ -42,6 +58,37 @@ class MemoryDraft:
     session_id: int | None = None
     importance: float = 0.5
     min_trust: TrustLevel = "owner"
+    chats: tuple[str, ...] = ()
+    senders: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryScope:
+    """Which memories a reader may recall besides their level (``memory.scope`` of ``ishiki.yaml``).
+
+    ``sender`` (the default): those made in one of ``chats`` or involving one of ``senders``; ``channel``: only
+    those made in one of ``chats``; ``profile``: every memory of the profile. A memory made before memories
+    recorded their chats and senders matches only in the runtime that made it (``runtime_key``).
+    """
+
+    mode: ScopeMode
+    runtime_key: str
+    chats: tuple[str, ...] = ()
+    senders: tuple[str, ...] = ()
+
+    def clause(self) -> tuple[str, tuple[object, ...]]:
+        """The SQL condition on ``memories AS m`` and its parameters (``1`` for ``profile``)."""
+        if self.mode == "profile":
+            return "1", ()
+        links = [("chat", v) for v in self.chats]
+        if self.mode == "sender":
+            links += [("sender", v) for v in self.senders]
+        matched = " OR ".join("(l.kind = ? AND l.value = ?)" for _ in links) or "0"
+        sql = (
+            f"(EXISTS (SELECT 1 FROM memory_links AS l WHERE l.memory_id = m.id AND ({matched})) "
+            "OR (m.runtime_key = ? AND NOT EXISTS (SELECT 1 FROM memory_links AS l WHERE l.memory_id = m.id)))"
+        )
+        return sql, (*(value for pair in links for value in pair), self.runtime_key)
 
 
 @dataclass(frozen=True, slots=True)

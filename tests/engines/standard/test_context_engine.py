@@ -132,6 +132,7 @@ async def test_dropped_exchanges_are_summarized_in_the_background_and_head_the_w
     assert "msg 1 |" in transcript
     assert f"msg {number} |" not in transcript
     assert compact["summary"] == "SUMMARY 1"
+    assert compact["min_trust"] == "trusted"  # the highest level of what it covers: only those may read it
     upto = compact["upto"]
     assert entries[upto + 1].data.get("source") is not None  # the cut is right before an exchange's message
     usage = next(e for e in entries.values() if e.type == "usage")

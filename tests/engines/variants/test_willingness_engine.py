@@ -173,10 +173,21 @@ async def test_reconsider_scores_unscored_messages_once_and_rolls_once_per_chann
     assert once == pytest.approx(second + 12 * (1 - second / 100))
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"version": 1, "channels": {"x": {"score": "high"}}}',
+        b"[" * 100_000,  # json.loads recursed and raised RecursionError out of the engine
+        b'{"version": 1, "lastEntry": ' + b"9" * 5_000 + b"}",
+        b'{"version": 1, "channels": {}, "x": "\xff"}',
+        b"[1, 2]",
+    ],
+    ids=["bad-score", "deep", "huge-int", "latin-1", "not-an-object"],
+)
 async def test_a_corrupt_state_file_is_set_aside_and_scores_start_from_zero(
-    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture, content: bytes
 ) -> None:
-    (tmp_path / STATE_FILE).write_text('{"version": 1, "channels": {"x": {"score": "high"}}}')
+    (tmp_path / STATE_FILE).write_bytes(content)
     with caplog.at_level(logging.WARNING):
         async with RuntimeHarness(tmp_path, model=answering(), clock=clock) as rt:
             willingness = WillingnessWakeupEngine().create(rt.context, {})
