@@ -63,6 +63,7 @@ from ishiki_host.core.window import project_entries, select_session_window
 from ishiki_host.gateway.api import ModelAPI, ProviderClient
 from ishiki_host.gateway.attribution import usage_purpose
 from ishiki_host.gateway.classify import classify_http, classify_transport, malformed
+from ishiki_host.ingress.types import HttpHandler, HttpMount, HttpRequest, HttpResponse
 from ishiki_host.jsontypes import Json
 from ishiki_host.plugins.base import CheckContext, ContextEngine, Extension, ToolcallEngine, WakeupEngine
 from ishiki_host.plugins.commands import Command, CommandContext, CommandHandler, CommandTable, HostView
@@ -135,6 +136,10 @@ __all__ = [
     "FakeClock",
     "HostServices",
     "HostView",
+    "HttpHandler",
+    "HttpMount",
+    "HttpRequest",
+    "HttpResponse",
     "ImagePart",
     "InboundAttachment",
     "IshikiEvent",

@@ -29,8 +29,9 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         ├── ChannelError                a channel failed to start, send or receive (``fatal``: no restart)
         │   ├── ChannelNotReady         a connection did not report readiness in time (restarted)
         │   ├── ChannelUnavailable      the platform (or, from ``dispatch``, the host) cannot take it right now
-        │   └── EventRejected           ``dispatch`` will never take this event: set it aside, do not retry
-        │       └── EventInvalid        a shaped inbound event breaks its contract (also a ValueError)
+        │   ├── EventRejected           ``dispatch`` will never take this event: set it aside, do not retry
+        │   │   └── EventInvalid        a shaped inbound event breaks its contract (also a ValueError)
+        │   └── IngressError            the host serves no HTTP (``http.listen``), or a mount's prefix is taken
         ├── FactLogError                the fact log cannot be opened or written
         │   └── FactLogLocked           another process holds the log
         ├── ConfigDirLocked             another host runs this data directory (``pid``: its process)
@@ -71,6 +72,7 @@ __all__ = [
     "FactLogLocked",
     "HeartbeatInvalid",
     "HostConfigInvalid",
+    "IngressError",
     "IshikiError",
     "JudgeReplyInvalid",
     "ModelAuthError",
@@ -290,6 +292,12 @@ class EventRejected(ChannelError):
 
     A channel sets the input aside (logged, counted) and confirms past it, so later input flows.
     """
+
+
+class IngressError(ChannelError):
+    """An ``HttpMount`` cannot be entered: the host serves no HTTP (``http.listen`` of ``ishiki.yaml`` is not
+    set, or its address could not be bound), or another holder has the prefix. Fatal: restarting the channel
+    cannot fix its configuration, so its supervisor reports it once and stops it."""
 
 
 class EventInvalid(EventRejected, ValueError):

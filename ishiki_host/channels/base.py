@@ -26,6 +26,11 @@ class and message, on one line). It is for the operator, never the chat: the con
 platform whose users are not the host's operator leaves it out, and its senders get only the profile's
 ``failure_reply`` (``ishiki_host.runtime.apology``).
 
+Webhooks: a connection whose platform calls it (WhatsApp, Telegram's webhook mode) mounts routes on the host's
+HTTP server with ``ChannelHost.http_mount()`` (``ishiki_host.ingress.types``): a prefix of its own, held while
+the ``async with`` runs. Its handler answers a webhook with 200 only once ``dispatch`` returned, so input is
+never confirmed before it is durable; the platform's redelivery of an unconfirmed one is a repeat (below).
+
 Repeats: a message id names one message of its channel, and a channel never gives another message the same id
 (not after a restart either). A platform that sends input again until it is confirmed (a crash between
 "durable" and "confirmed") sends it with the same identity: ``kind``, ``sid``, ``channel_id``, ``message_id``
@@ -56,6 +61,7 @@ if TYPE_CHECKING:
 
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.clock import Clock
+    from ishiki_host.ingress.types import HttpMount
     from ishiki_host.resources import AssetFetchers, Blob
 
 __all__ = [
@@ -139,6 +145,12 @@ class ChannelHost(Protocol):
     @property
     def logger(self) -> logging.Logger:
         """The connection's logger."""
+        ...
+
+    def http_mount(self) -> HttpMount:
+        """This account's mount on the host's HTTP server, ``/hooks/<platform>/<account>`` (for webhooks):
+        ``async with host.http_mount() as mount: mount.route("/", handler)``. Entering it raises
+        ``IngressError`` (fatal) when the host serves no HTTP (``http.listen`` of ``ishiki.yaml``)."""
         ...
 
     async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> Delivery:

@@ -12,6 +12,7 @@ platform wait for it (``ishiki_host.plugins.activation``).
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ __all__ = [
     "AttachmentSettings",
     "HeartbeatSettings",
     "HostConfig",
+    "HttpSettings",
     "SchedulerSettings",
     "host_from_document",
     "load_host_config",
@@ -64,6 +66,31 @@ class AttachmentSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class HttpSettings:
+    """The host's HTTP ingress (``http:`` of ``ishiki.yaml``): off while ``listen`` is ``None``.
+
+    ``listen`` is ``(address, port)`` (port 0: any free port, for tests); ``public_url`` is where platforms
+    reach the server from outside (behind a reverse proxy: its URL, path prefix included), without a trailing
+    slash. ``max_body_bytes`` and ``deadline_seconds`` are the defaults of every route; ``max_connections``
+    caps the connections served at once (more get 503).
+    """
+
+    listen: tuple[str, int] | None = None
+    public_url: str | None = None
+    max_body_bytes: int = 1_048_576
+    deadline_seconds: float = 30.0
+    max_connections: int = 100
+
+    @property
+    def listen_text(self) -> str | None:
+        """``listen`` as written: ``127.0.0.1:8080``, ``[::1]:8080``."""
+        if self.listen is None:
+            return None
+        address, port = self.listen
+        return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+@dataclass(frozen=True, slots=True)
 class HostConfig:
     """All of ``ishiki.yaml`` with defaults applied. ``data_dir`` is resolved against the config directory.
 
@@ -85,6 +112,7 @@ class HostConfig:
     memory: Mapping[str, Any] = field(default_factory=lambda: {"limit": 20, "scope": "sender"})
     heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
     attachments: AttachmentSettings = field(default_factory=AttachmentSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
     file: str | None = None
     invalid_accounts: Mapping[tuple[str, int], tuple[ConfigError, ...]] = field(default_factory=dict, compare=False)
 
@@ -123,6 +151,7 @@ def host_from_document(
     data = with_defaults(load_schema("host"), {k: v for k, v in data.items() if k not in bad_top})
     errors.extend(_timezone_problems(doc, data))
     errors.extend(_event_loop_problems(doc, data))
+    errors.extend(_http_problems(doc, data))
     if any(e.path == "timezone" for e in errors):
         data["timezone"] = "UTC"
     channels, problems = _channels(doc, data["channels"], catalog)
@@ -174,6 +203,28 @@ def _event_loop_problems(doc: YamlDocument, data: dict[str, Any]) -> list[Config
     return [HostConfigInvalid(message, file=doc.file, line=doc.line(("event_loop",)), path="event_loop")]
 
 
+def _http_problems(doc: YamlDocument, data: dict[str, Any]) -> list[ConfigError]:
+    """A ``listen`` that is no address:port turns the ingress off (and says why); so does a ``public_url``
+    without ``listen``, which could only mislead (nothing would answer there)."""
+    block = data["http"]
+    listen = block.get("listen")
+    problems: list[ConfigError] = []
+    if isinstance(listen, str):
+        try:
+            parse_listen(listen)
+        except ValueError as exc:
+            path = ("http", "listen")
+            problems.append(
+                HostConfigInvalid(f"http.listen {exc}", file=doc.file, line=doc.line(path), path="http.listen")
+            )
+            block.pop("listen")
+    if "public_url" in block and "listen" not in block and not problems:
+        path = ("http", "public_url")
+        message = "http.public_url is set but http.listen is not: the host serves no HTTP without listen"
+        problems.append(HostConfigInvalid(message, file=doc.file, line=doc.line(path), path="http.public_url"))
+    return problems
+
+
 def _channels(
     doc: YamlDocument, raw: Mapping[str, Any], catalog: ServiceCatalog | None
 ) -> tuple[dict[str, tuple[Mapping[str, Any], ...]], list[ConfigError]]:
@@ -219,8 +270,37 @@ def _build(
         memory=dict(data["memory"]),
         heartbeat=HeartbeatSettings(float(data["heartbeat"]["catch_up_seconds"]), data["heartbeat"].get("model")),
         attachments=_attachments(data["attachments"]),
+        http=_http(data["http"]),
         file=file,
     )
+
+
+def _http(block: Mapping[str, Any]) -> HttpSettings:
+    listen = block.get("listen")
+    public = block.get("public_url")
+    return HttpSettings(
+        listen=parse_listen(listen) if isinstance(listen, str) else None,
+        public_url=public.rstrip("/") if isinstance(public, str) else None,
+        max_body_bytes=int(block["max_body_bytes"]),
+        deadline_seconds=float(block["deadline_seconds"]),
+        max_connections=int(block["max_connections"]),
+    )
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``address:port`` (``[v6]:port`` for IPv6) as ``(address, port)``; ``ValueError`` saying what is wrong."""
+    head, sep, port = text.strip().rpartition(":")
+    if not sep or not head:
+        raise ValueError(f"{text!r} is not address:port (e.g. 127.0.0.1:8080)")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{text!r}: the port must be a number from 0 to 65535")
+    address = head[1:-1] if head.startswith("[") and head.endswith("]") else head
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        if address != "localhost":
+            raise ValueError(f"{text!r}: {address!r} is not an IP address (or localhost)") from None
+    return address, int(port)
 
 
 def _attachments(block: Mapping[str, Any]) -> AttachmentSettings:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ishiki_host.channels.base import ChannelConnection, Delivery, InboundAttachment
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.clock import Clock
+    from ishiki_host.ingress.types import HttpMount
     from ishiki_host.resources import AssetFetchers
 
 DispatchFn = Callable[["IshikiEvent", Sequence["InboundAttachment"]], Awaitable["Delivery"]]
@@ -51,6 +53,7 @@ __all__ = [
     "ChannelSupervisor",
     "backoff_delay",
     "channel_rng",
+    "hook_prefix",
     "state_dir",
 ]
 
@@ -61,6 +64,7 @@ BACKOFF_CAP = 60.0
 STABLE_SECONDS = 60.0  # a connection that ran this long before crashing restarts from the shortest back-off
 START_TIMEOUT = 60.0
 _ECHO_LIMIT = 50_000
+_URL_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 
 
 def backoff_delay(attempt: int, rng: random.Random) -> float:
@@ -253,10 +257,18 @@ def state_dir(data_dir: Path, spec: ChannelSpec) -> Path:
     return Path(data_dir, "channels", escape_segment(spec.platform), escape_segment(name))
 
 
+def hook_prefix(spec: ChannelSpec) -> str:
+    """Where one account's webhooks are served: ``/hooks/<platform>/<account id>``, or the account's index
+    when it has no id or one that is not a plain URL segment (letters, digits, ``-``, ``_``, ``.``, ``~``)."""
+    name = str(spec.account.get("id") or "")
+    segment = name if _URL_SEGMENT.fullmatch(name) and name not in (".", "..") else str(spec.index)
+    return f"/hooks/{spec.platform}/{segment}"  # a platform is an entry-point name: a plain segment already
+
+
 class ChannelContext:
     """The ``ChannelHost`` a connection is created with: clock, random source, its state directory, the shared
-    asset fetchers, its logger, ``dispatch`` into the host, and ``request_stop`` (the console asks the host to
-    exit at the end of its input; the host stops only when no other channel runs)."""
+    asset fetchers, its logger, its HTTP mount, ``dispatch`` into the host, and ``request_stop`` (the console
+    asks the host to exit at the end of its input; the host stops only when no other channel runs)."""
 
     def __init__(
         self,
@@ -268,7 +280,9 @@ class ChannelContext:
         logger: logging.Logger,
         dispatch: DispatchFn,
         request_stop: Callable[[str, bool], bool],
+        http_mount: Callable[[], HttpMount],
     ):
+        self._http_mount = http_mount
         self._clock = clock
         self._rng = rng
         self._state_dir = state_dir
@@ -302,6 +316,10 @@ class ChannelContext:
     def logger(self) -> logging.Logger:
         """The connection's logger."""
         return self._logger
+
+    def http_mount(self) -> HttpMount:
+        """The account's mount on the host's HTTP server (``hook_prefix``)."""
+        return self._http_mount()
 
     async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> Delivery:
         """Route ``event`` to its runtime; returns once it is durable there (or known to have no owner)."""

@@ -7,7 +7,8 @@ Entering loads the config dir (unless one is given), takes the lock of its data 
 it gets ``ConfigDirLocked`` and changes nothing; ``ishiki_host.host.lock``), builds the model gateway, opens
 the memory database (``services.memory``; ``ishiki_host.host.memory_db``), activates every ready profile (a
 route with its own task group), starts the channels their claims need (each under a supervisor that restarts it with
-back-off), starts the heartbeat scheduler (shared under ``HEARTBEATS``; ``ishiki_host.host.beats``),
+back-off; before them, the HTTP server they mount webhooks on when ``http.listen`` is set:
+``ishiki_host.ingress``), starts the heartbeat scheduler (shared under ``HEARTBEATS``; ``ishiki_host.host.beats``),
 and polls the config files (the skills folder and ``heartbeats.json`` too) for hot reload. While it runs, the
 garbage collector's youngest threshold is raised (``ishiki_host.host.collector``). ``dispatch`` (what
 channels call) routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
@@ -27,6 +28,7 @@ import anyio
 
 from ishiki_host.addresses.keys import RuntimeKey
 from ishiki_host.commands import builtin_commands
+from ishiki_host.config.host import HttpSettings
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.errors import AgentStopped, ChannelError, ChannelUnavailable, FactLogError, RuntimeStartFailed
 from ishiki_host.host.beats import start_heartbeats
@@ -46,6 +48,7 @@ from ishiki_host.host.setup import (
     log_profile_state,
 )
 from ishiki_host.host.watch import Snapshot, snapshot, watch
+from ishiki_host.ingress import HttpIngress
 from ishiki_host.plugins.configdir import load_config_dir
 from ishiki_host.plugins.discovery import discover
 from ishiki_host.plugins.services import HostServices, run_logged
@@ -120,6 +123,7 @@ class Host:
         self._shared_parts: SharedParts | None = None
         self._tg: TaskGroup | None = None
         self.heartbeats: HeartbeatService | None = None
+        self.http = HttpIngress(HttpSettings())  # off until entered with the config's ``http`` settings
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -158,6 +162,7 @@ class Host:
             "routes": {r.profile.id: sorted(str(k) for k in r.runtimes) for r in self.routes},
             "channels": self.channels.status(),
             "gateway": self.gateways.gateway.status(),
+            "http": self.http.status(),
         }
 
     # -- entering and leaving ---------------------------------------------------------------------------
@@ -198,6 +203,8 @@ class Host:
             commands=builtin_commands(),
         )
         tg = self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self.http = HttpIngress(host.http)
+        await tg.start(self.http.run)  # bound before any channel mounts on it
         self._channels = ChannelSet(self, tg)
         for state in config.profiles:
             log_profile_state(state)
@@ -317,7 +324,9 @@ class Host:
         """Settings of ishiki.yaml a running host can take (channels are reconciled separately)."""
         for route in self.routes:
             route.idle_seconds = new.host.runtime_idle_seconds
-        fixed = ("data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds", "timezone")
+        fixed = (
+            "data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds", "timezone", "http",
+        )  # fmt: skip
         changed = [name for name in fixed if getattr(old.host, name) != getattr(new.host, name)]
         if changed:
             logger.warning("ishiki.yaml: %s take effect at the next start", ", ".join(changed))

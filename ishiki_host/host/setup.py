@@ -16,7 +16,7 @@ stops the host).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from ishiki_host.host.connections import (
     ChannelSpec,
     ChannelSupervisor,
     channel_rng,
+    hook_prefix,
     state_dir,
 )
 from ishiki_host.host.models import FailoverNotices, ModelSlot, failover_policy
@@ -188,7 +189,7 @@ class ChannelSet:
         self.host = host
         self.tg = tg
         self._supervisors: dict[tuple[str, int], ChannelSupervisor] = {}
-        self._finished: dict[tuple[str, int], Mapping[str, Any]] = {}
+        self._finished: dict[tuple[str, int], ChannelSupervisor] = {}  # finished or failed: not started again
         self._warned: set[str] = set()
 
     def supervisors(self) -> list[ChannelSupervisor]:
@@ -197,7 +198,10 @@ class ChannelSet:
 
     def status(self) -> dict[str, Any]:
         """Each supervisor's state, restarts and last error, and what its connection reports of itself
-        (``connection``: its optional ``status()``, e.g. the Telegram channel's updates set aside)."""
+        (``connection``: its optional ``status()``, e.g. the Telegram channel's updates set aside). A channel
+        that failed for good (a refused token) or finished stays listed, with its error, until its account
+        changes."""
+        supervisors = {**self._finished, **self._supervisors}
         return {
             s.spec.label: {
                 "state": s.state,
@@ -206,7 +210,7 @@ class ChannelSet:
                 "error": s.last_error,
                 "connection": s.connection_status(),
             }
-            for s in self._supervisors.values()
+            for s in supervisors.values()
         }
 
     def stop_all(self) -> None:
@@ -226,7 +230,8 @@ class ChannelSet:
                 del self._supervisors[key]
         starting: list[ChannelSupervisor] = []
         for key, spec in wanted.items():
-            if key in self._supervisors or self._finished.get(key) == spec.account:
+            done = self._finished.get(key)
+            if key in self._supervisors or (done is not None and done.spec.account == spec.account):
                 continue
             supervisor = ChannelSupervisor(
                 spec, self._context(spec), self.host.directory, self.host.clock, self.host.rng, on_finished=self._done
@@ -241,7 +246,7 @@ class ChannelSet:
         key = (supervisor.spec.platform, supervisor.spec.index)
         if self._supervisors.get(key) is supervisor:
             del self._supervisors[key]
-            self._finished[key] = supervisor.spec.account
+            self._finished[key] = supervisor
 
     def _context(self, spec: ChannelSpec) -> ChannelContext:
         host = self.host
@@ -253,6 +258,7 @@ class ChannelSet:
             logger=logging.getLogger(f"ishiki_host.channels.{spec.platform}"),
             dispatch=host.dispatch,
             request_stop=lambda reason, force: self._stop_for(spec, reason, force=force),
+            http_mount=lambda: host.http.mount(hook_prefix(spec)),
         )
 
     def _stop_for(self, spec: ChannelSpec, reason: str, *, force: bool) -> bool:

@@ -23,6 +23,7 @@ from ishiki_host.testing.fake_openai import FakeOpenAIServer
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.harness_factory import RuntimeHarnessFactory
 from ishiki_host.testing.host import MakeHost, TestHost, host_yaml, models_yaml, profile_yaml, write_config
+from ishiki_host.testing.http import serve_http
 from ishiki_host.testing.http_server import LoopbackServer, RecordedRequest, Response
 from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
 from ishiki_host.testing.network_guard import NetworkGuardError
@@ -76,6 +77,7 @@ __all__ = [
     "profile_yaml",
     "registry_with",
     "reply",
+    "serve_http",
     "tool_call",
     "write_config",
 ]

@@ -23,6 +23,9 @@ It can be made to fail or to stop at chosen moments:
 With ``routed=False`` every event is answered as owned by no profile, which the real host also reports. With
 ``dedupe=True`` an event already held is not recorded again but kept in ``duplicates``, keyed as the real host
 keys repeats (``ishiki_host.channels.repeats.event_identity``). ``capture=False`` records attachments as given.
+
+Webhooks: ``http_mount()`` mounts ``http_prefix`` on ``http``, a real server on the loopback interface
+(``ishiki_host.testing.serve_http``), so a test posts to ``mount.local_url`` as the platform would.
 """
 
 from __future__ import annotations
@@ -39,12 +42,15 @@ import anyio
 
 from ishiki_host.channels.events import Attachment
 from ishiki_host.channels.repeats import event_identity
+from ishiki_host.config.host import HttpSettings
 from ishiki_host.core.clock import Clock, FakeClock
+from ishiki_host.ingress import HttpIngress
 from ishiki_host.resources import AssetFetchers, Blob, RuntimeResources, create_runtime_resources
 
 if TYPE_CHECKING:
     from ishiki_host.channels.base import InboundAttachment
     from ishiki_host.channels.events import IshikiEvent
+    from ishiki_host.ingress.types import HttpMount
 
 __all__ = ["FakeChannelHost", "FakeDelivery"]
 
@@ -79,7 +85,11 @@ class FakeChannelHost:
         routed: bool = True,
         dedupe: bool = False,
         capture: bool = True,
+        http: HttpIngress | None = None,
+        http_prefix: str = "/hooks/test/0",
     ):
+        self.http = http if http is not None else HttpIngress(HttpSettings())
+        self.http_prefix = http_prefix
         self.clock: Clock = clock or FakeClock()
         self.rng = rng or random.Random(0)
         self.state_dir = Path(root) / "state"
@@ -99,6 +109,11 @@ class FakeChannelHost:
         self._failures: collections.deque[BaseException] = collections.deque()
         self._entries: dict[str, int] = {}  # event identity -> its entry id, for ``dedupe``
         self._changed: anyio.Event | None = None
+
+    def http_mount(self) -> HttpMount:
+        """``http_prefix`` on ``http`` (a running ``serve_http()``); without one, entering the mount raises
+        ``IngressError`` as a host without ``http.listen`` does."""
+        return self.http.mount(self.http_prefix)
 
     def fail_next(self, *errors: BaseException) -> None:
         """The next dispatches raise these, in order, before anything is recorded."""

@@ -71,7 +71,8 @@ async def test_a_fatal_channel_error_is_reported_once_and_the_rest_serves(
         status = th.host.channels.status()
         assert th.channel().texts() == ["here"]
     assert Refusing.runs == 1
-    assert "refusing#0" not in status  # the supervisor finished: nothing to restart
+    assert status["refusing#0"]["state"] == "failed"  # finished, nothing to restart, and still shown with why
+    assert status["refusing#0"]["error"] == "ChannelError: account 'shop': the platform refused the token"
     problems = [r for r in caplog.records if "refusing" in r.getMessage() and r.levelno >= logging.WARNING]
     assert [r.getMessage() for r in problems] == [
         "channel refusing#0 failed: account 'shop': the platform refused the token (not restarted)"
@@ -253,7 +254,7 @@ async def test_an_account_the_channel_refuses_as_a_config_error_is_reported_once
             await delivery.settled()
         status = th.host.channels.status()
     assert Counted.created == 1
-    assert "counted#0" not in status  # failed and finished: no restart loop
+    assert status["counted#0"]["state"] == "failed"  # failed and finished: no restart loop, still shown
     problems = [r for r in caplog.records if "counted#0" in r.getMessage() and r.levelno >= logging.WARNING]
     assert [r.getMessage() for r in problems] == [
         "channel counted#0 failed: channels.counted.accounts[]: the token holds an unexpanded ${VARIABLE} "

@@ -77,7 +77,7 @@ async def test_with_another_channel_up_only_the_console_closes_and_the_bot_answe
             delivery = await th.channel().say("still there?")
             await delivery.settled()
         assert th.channel().texts() == ["here"]
-        assert "console" not in th.host.channels.status()  # finished, and not restarted
+        assert th.host.channels.status()["console"]["state"] == "finished"  # and not restarted
         assert "fake#0" in th.host.channels.status()
         seen = messages(caplog)
     assert "stopping: end of console input" not in seen
