@@ -12,70 +12,24 @@ paired; ``--quick``: 3 runs of 2,000 updates).
 
 from __future__ import annotations
 
-import logging
-import random
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import httpx
 from _report import Bench, run
+from _telegram import InstantHost, queue_messages
 from ishiki_channel_telegram import TelegramAccount, TelegramConnection
-from ishiki_channel_telegram.testing import FakeBotAPI, group_chat, private_chat, running, user
-
-from ishiki_host.channels.base import InboundAttachment
-from ishiki_host.channels.events import IshikiEvent
-from ishiki_host.core.clock import SystemClock
-from ishiki_host.resources import AssetFetchers
-
-
-@dataclass(frozen=True, slots=True)
-class _Delivery:
-    routed: bool = True
-    runtime_key: str | None = "bench"
-    entry_id: int | None = None
-
-    async def settled(self) -> None:
-        return None
-
-
-class _InstantHost:
-    """A channel host whose dispatch returns at once (an instant model and fact log)."""
-
-    def __init__(self, state_dir: Path, expected: int):
-        self.clock = SystemClock()
-        self.rng = random.Random(0)
-        self.state_dir = state_dir
-        self.fetchers = AssetFetchers()
-        self.logger = logging.getLogger("bench.telegram")
-        self.count = 0
-        self.expected = expected
-        self.done = anyio.Event()
-
-    async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> _Delivery:
-        self.count += 1
-        if self.count == self.expected:
-            self.done.set()
-        return _Delivery(entry_id=self.count)
-
-
-def _queue(server: FakeBotAPI, updates: int, chats: int) -> None:
-    people = [user(1000 + n, f"Person {n}", username=f"person{n}") for n in range(chats)]
-    rooms = [private_chat(p) if n % 2 else group_chat(-100_000 - n, f"Room {n}") for n, p in enumerate(people)]
-    for n in range(updates):
-        room = rooms[n % chats]
-        server.push_message(room, f"message {n} with an emoji 😀 and some words", sender=people[n % chats])
+from ishiki_channel_telegram.testing import FakeBotAPI, running
 
 
 async def _through_connection(updates: int, chats: int) -> float:
     async with FakeBotAPI() as server:
-        _queue(server, updates, chats)
+        queue_messages(server, updates, chats)
         with tempfile.TemporaryDirectory() as state:
-            host = _InstantHost(Path(state), updates)
+            host = InstantHost(Path(state), updates)
             account = TelegramAccount.from_config({"token": server.token, "api_base": server.url, "poll_timeout": 0})
             connection = TelegramConnection(host, account, rng=host.rng)
             async with running(connection):
@@ -89,7 +43,7 @@ async def _through_connection(updates: int, chats: int) -> float:
 
 async def _raw_loop(updates: int, chats: int) -> float:
     async with FakeBotAPI() as server, httpx.AsyncClient() as client:
-        _queue(server, updates, chats)
+        queue_messages(server, updates, chats)
         url = f"{server.url}/bot{server.token}/getUpdates"
         received, offset = 0, None
         start = time.perf_counter()

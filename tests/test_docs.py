@@ -30,11 +30,11 @@ class AnyEnv(Mapping[str, str]):
     """An environment in which every variable is set: credentials to a sample value, others empty.
 
     ``${VAR}`` expands and ``${VAR:-default}`` falls back to its default; a credential (a name ending in
-    TOKEN or KEY) gets a well-formed sample so the channel or provider schema that checks it is satisfied.
+    TOKEN, KEY or SECRET) gets a well-formed sample so the channel or provider schema that checks it is satisfied.
     """
 
     def __getitem__(self, key: str) -> str:
-        return "123456:sample-credential" if key.endswith(("TOKEN", "KEY")) else ""
+        return "123456:sample-credential" if key.endswith(("TOKEN", "KEY", "SECRET")) else ""
 
     def __iter__(self) -> Iterator[str]:
         return iter(())

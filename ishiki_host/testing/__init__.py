@@ -11,6 +11,7 @@ from ishiki_host.config.models import ModelsConfig
 from ishiki_host.core.turns import CallContext
 from ishiki_host.gateway.gateway import Gateway
 from ishiki_host.gateway.scheduler import SchedulerConfig
+from ishiki_host.ingress import HttpIngress
 from ishiki_host.plugins.discovery import PluginRegistry, ServiceRecord, discover
 from ishiki_host.testing.channel_host import FakeChannelHost, FakeDelivery
 from ishiki_host.testing.channels import FakeChannel, FakeConnection, SentMessage
@@ -47,6 +48,7 @@ __all__ = [
     "FakeOpenAIServer",
     "FunctionModel",
     "Gateway",
+    "HttpIngress",
     "LoopbackServer",
     "MakeHost",
     "ModelsConfig",

@@ -125,6 +125,31 @@ class BotAPI:
             raise TelegramBadRequest("getUpdates answered something that is not a list", method="getUpdates")
         return result
 
+    async def set_webhook(
+        self, url: str, *, secret_token: str, allowed_updates: Sequence[str], max_connections: int
+    ) -> None:
+        """Have Telegram post updates to ``url`` with ``secret_token`` in each request's header; the updates
+        queued so far are kept (``drop_pending_updates`` is never set: they are delivered next)."""
+        params = {
+            "url": url,
+            "secret_token": secret_token,
+            "allowed_updates": list(allowed_updates),
+            "max_connections": max_connections,
+            "drop_pending_updates": False,
+        }
+        await self.call("setWebhook", params)
+
+    async def delete_webhook(self) -> None:
+        """Remove the webhook, keeping the queued updates (``getUpdates`` returns them)."""
+        await self.call("deleteWebhook", {"drop_pending_updates": False})
+
+    async def get_webhook_info(self) -> dict[str, Any]:
+        """The webhook as Telegram has it: ``url`` (empty: none), ``pending_update_count``, ``last_error_*``..."""
+        result = await self.call("getWebhookInfo")
+        if not isinstance(result, dict):
+            raise TelegramBadRequest("getWebhookInfo answered something that is not an object", method="getWebhookInfo")
+        return result
+
     async def download(self, file_path: str, limit: int) -> bytes:
         """The bytes of a file ``getFile`` described; ``file is too big`` past ``limit`` bytes."""
         try:

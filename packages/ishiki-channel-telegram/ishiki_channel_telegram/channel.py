@@ -22,7 +22,7 @@ __all__ = ["TelegramChannel"]
 
 
 class TelegramChannel(Channel):
-    """The Telegram Bot API as an Ishiki channel: long polling in, ``sendMessage`` and friends out."""
+    """The Telegram Bot API as an Ishiki channel: long polling (or a webhook) in, ``sendMessage`` and friends out."""
 
     config_schema: ClassVar[Mapping[str, Any]] = ACCOUNT_SCHEMA
 

@@ -30,6 +30,11 @@ DEFAULT_ALLOWED_UPDATES = (
     "deleted_business_messages",
 )
 
+_SECRET_RULE = (
+    "the webhook secret must be 1 to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram's secret_token); "
+    "leave it out to derive one from the token"
+)
+
 _CHAT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -122,6 +127,28 @@ ACCOUNT_SCHEMA: dict[str, Any] = {
             "default": 60,
             "description": "The longest wait between retries after network errors, in seconds.",
         },
+        "mode": {
+            "enum": ["polling", "webhook"],
+            "default": "polling",
+            "description": "polling: long polling with getUpdates (nothing to set up). webhook: Telegram posts "
+            "each update to the host's HTTP server (http.listen and http.public_url of ishiki.yaml; Telegram "
+            "needs HTTPS on port 443, 80, 88 or 8443), at /hooks/telegram/<index>.",
+        },
+        "webhook_secret": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9_-]{1,256}$",
+            "x-error": _SECRET_RULE,
+            "description": "The secret_token Telegram sends with every webhook request (1-256 of A-Z a-z 0-9 _ -); "
+            "write ${TELEGRAM_WEBHOOK_SECRET}. Default: derived from the bot token (HMAC-SHA256), so it is the "
+            "same at every start and changes with the token. Never logged.",
+        },
+        "webhook_max_connections": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 100,
+            "default": 40,
+            "description": "The most webhook requests Telegram sends at once (setWebhook's max_connections).",
+        },
         "update_tries": {
             "type": "integer",
             "minimum": 1,
@@ -157,6 +184,9 @@ class TelegramAccount:
     startup_timeout: float = _default("startup_timeout")
     backoff_max: float = _default("backoff_max")
     update_tries: int = _default("update_tries")
+    mode: Literal["polling", "webhook"] = _default("mode")
+    webhook_secret: str | None = field(default=None, repr=False)
+    webhook_max_connections: int = _default("webhook_max_connections")
 
     @classmethod
     def from_config(cls, account: Mapping[str, Any]) -> TelegramAccount:
@@ -177,6 +207,9 @@ class TelegramAccount:
             startup_timeout=float(account.get("startup_timeout", _default("startup_timeout"))),
             backoff_max=float(account.get("backoff_max", _default("backoff_max"))),
             update_tries=int(account.get("update_tries", _default("update_tries"))),
+            mode=account.get("mode", _default("mode")),
+            webhook_secret=account.get("webhook_secret"),
+            webhook_max_connections=int(account.get("webhook_max_connections", _default("webhook_max_connections"))),
         )
 
     @property
@@ -197,7 +230,8 @@ class TelegramAccount:
 def _check(account: Mapping[str, Any]) -> None:
     """Validate against ``ACCOUNT_SCHEMA`` (a connection may be built without the host's loader).
 
-    Problems with the token are described in our own words: a schema message would quote its value.
+    Problems with the token and the webhook secret are described in our own words: a schema message would quote
+    the value.
     """
     path = "channels.telegram.accounts[]"
     if not isinstance(account, Mapping):
@@ -211,6 +245,8 @@ def _check(account: Mapping[str, Any]) -> None:
     errors = sorted(_VALIDATOR.iter_errors(dict(account)), key=lambda err: [str(p) for p in err.absolute_path])
     for err in errors:
         where = ".".join(str(part) for part in err.absolute_path)
+        if where == "webhook_secret":
+            raise HostConfigInvalid(_SECRET_RULE, path=f"{path}.webhook_secret")
         if where != "token":
             raise HostConfigInvalid(err.message, path=f"{path}.{where}" if where else path)
 

@@ -1,4 +1,4 @@
-"""One bot account's live connection: ``getMe``, then long polling, dispatch, and confirmation.
+"""One bot account's live connection: ``getMe``, then long polling (or a webhook), dispatch, and confirmation.
 
 The order of one update is fixed, and it is what makes "nothing lost" hold:
 
@@ -16,11 +16,16 @@ debug level. A crash between 2 and 3 makes Telegram send the update again: its e
 (Telegram renumbers after a long pause): repeats are recognised by id, never by "below the offset". Back-off
 with jitter (from the injected random source) covers network errors and 5xx, a 429 waits ``retry_after``, a
 409 is reported once per episode and retried; all waits go through the host's clock. ``status()`` reports
-the offset and the updates set aside.
+the mode, the offset and the updates set aside.
+
+Polling starts by deleting a webhook left set (``getUpdates`` is refused while one is). In webhook mode
+(``mode: webhook``) Telegram posts each update to the host's HTTP server instead, and steps 1 and 3 are
+"a request arrives" and "it is answered 200" (``ishiki_channel_telegram.webhook``); step 2 is the same.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -46,6 +51,7 @@ from ishiki_channel_telegram.outbound import Sender
 from ishiki_channel_telegram.shaping import Shaper
 from ishiki_channel_telegram.startup import connect
 from ishiki_channel_telegram.state import OffsetSaver, OffsetStore, PollState
+from ishiki_channel_telegram.webhook import WebhookReceiver, clear_webhook, serve_webhook
 
 if TYPE_CHECKING:
     import httpx
@@ -88,6 +94,7 @@ class TelegramConnection:
         self._state = PollState()
         self._last_set_aside: dict[str, Json] | None = None
         self._intake: Intake | None = None
+        self._receiver: WebhookReceiver | None = None
 
     @property
     def account(self) -> TelegramAccount:
@@ -120,16 +127,21 @@ class TelegramConnection:
         return self._intake.offset if self._intake is not None else self._state.offset
 
     def status(self) -> dict[str, Json]:
-        """What the host's status shows of this bot: ``bot``, ``offset``, ``setAside`` (updates set aside so
-        far, restarts included), ``lastSetAside`` (its id and why, while this object lives) and ``failing`` (the update
-        being retried and its failed tries)."""
+        """What the host's status shows of this bot: ``bot``, ``mode``, ``offset``, ``setAside`` (updates set
+        aside so far, restarts included), ``lastSetAside`` (its id and why, while this object lives), ``failing``
+        (the update being retried and its failed tries) and, in webhook mode, ``webhook`` (the requests refused
+        with 401 and 400)."""
         intake = self._intake
         state = intake.status() if intake is not None else Intake.describe(self._state, self._last_set_aside)
-        return {"bot": f"@{self._bot.username}" if self._bot else None, **state}
+        bot = f"@{self._bot.username}" if self._bot else None
+        webhook = self._receiver.status() if self._receiver is not None else None
+        return {"bot": bot, "mode": self._account.mode, **state, **({"webhook": webhook} if webhook else {})}
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Connect (``getMe``), report readiness, then poll until cancelled; ``TelegramAuthError`` for a
-        refused token, ``TelegramUnavailable`` when the Bot API stayed unreachable for ``startup_timeout``."""
+        """Connect (``getMe``), report readiness, then poll (or serve the webhook) until cancelled;
+        ``TelegramAuthError`` for a refused token, ``TelegramUnavailable`` when the Bot API stayed unreachable
+        for ``startup_timeout``; in webhook mode ``IngressError`` when the host serves no HTTP and
+        ``HostConfigInvalid`` without ``http.public_url``."""
         api = BotAPI(self._account.token, self._account.api_base, client=self._client)
         try:
             backoff = Backoff(self._rng, maximum=self._account.backoff_max)
@@ -145,8 +157,7 @@ class TelegramConnection:
                 self._log.info(
                     "telegram account %s runs as @%s (%s)", self._account.label, self._bot.username, self.sid
                 )
-                task_status.started()
-                await self._poll_saving(api, store, Shaper(self._bot, self._account, fetcher=self.sid))
+                await self._receive(api, store, Shaper(self._bot, self._account, fetcher=self.sid), task_status)
             finally:
                 self._sender = None
                 deregister()
@@ -194,16 +205,24 @@ class TelegramConnection:
     def _is_own(self, chat: int, message_id: int) -> bool:
         return (chat, message_id) in self._own
 
-    async def _poll_saving(self, api: BotAPI, store: OffsetStore, shaper: Shaper) -> None:
-        """Poll with the offset saver beside it; an error comes out as itself, not as an exception group."""
+    async def _receive(self, api: BotAPI, store: OffsetStore, shaper: Shaper, task_status: TaskStatus[None]) -> None:
+        """Poll or serve the webhook with the state saver beside it, reporting readiness when receiving; an
+        error comes out as itself, not as an exception group."""
         saver = OffsetSaver(store, logger=self._log)
+        webhook = self._account.mode == "webhook"
+        state = dataclasses.replace(self._state, offset=None) if webhook else self._state  # a 200 confirms
         intake = self._intake = Intake(
-            self._host, self._account, self._rng, saver, self._state, self._is_own, self._last_set_aside
+            self._host, self._account, self._rng, saver, state, self._is_own, self._last_set_aside
         )
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(saver.run)
-                await self._poll(api, intake, shaper)
+                if webhook:
+                    self._receiver = WebhookReceiver(intake, shaper, self._account, logger=self._log)
+                    await serve_webhook(self._host, api, self._account, self._receiver, task_status=task_status)
+                else:
+                    task_status.started()
+                    await self._poll(api, intake, shaper)
         except BaseExceptionGroup as group:
             while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
                 group = group.exceptions[0]
@@ -214,8 +233,12 @@ class TelegramConnection:
     async def _poll(self, api: BotAPI, intake: Intake, shaper: Shaper) -> None:
         backoff = Backoff(self._rng, maximum=self._account.backoff_max)
         trouble: str | None = None
+        cleared = False  # a webhook left set (by webhook mode) is deleted before the first poll
         while True:
             try:
+                if not cleared:
+                    await clear_webhook(api, self._account, self._log)
+                    cleared = True
                 updates = await api.get_updates(
                     offset=intake.offset,
                     poll_timeout=self._account.poll_timeout,

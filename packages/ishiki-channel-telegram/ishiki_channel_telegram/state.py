@@ -19,6 +19,11 @@ Beside the offset the file keeps what a poison update needs to be recognised acr
 the update being retried and how many of its tries failed (``failing``), and how many updates were set aside
 so far (``setAside``). Both are left out while empty, so the file of a bot without trouble is
 ``{botId, offset}``.
+
+In webhook mode there is no offset to confirm (a 200 answer confirms an update; ``offset`` is ``null``), and
+the file keeps the ids of the last updates handled instead (``recent``, at most ``RECENT_SAVED``): Telegram
+redelivers an update whose 200 never reached it, after a restart too, and such an update, set aside or
+taken, is then recognised without being tried again.
 """
 
 from __future__ import annotations
@@ -34,19 +39,25 @@ import anyio
 from ishiki_host import parse_json, read_text
 from ishiki_host.errors import ConfigError
 
-__all__ = ["OffsetSaver", "OffsetStore", "PollState"]
+__all__ = ["RECENT_SAVED", "OffsetSaver", "OffsetStore", "PollState"]
 
 _FILE = "telegram-offset.json"
+
+RECENT_SAVED = 256
+"""How many recent update ids webhook mode saves: more than Telegram has in flight at once (at most 100
+connections), so every update a crash left unanswered is among them."""
 
 
 @dataclass(frozen=True, slots=True)
 class PollState:
     """What a restart resumes from: the confirmed ``offset`` (``None``: ask Telegram), the update being retried
-    as ``(update_id, failed tries)``, and how many updates were set aside so far."""
+    as ``(update_id, failed tries)``, how many updates were set aside so far, and (webhook mode) the ids of
+    the last updates handled, oldest first."""
 
     offset: int | None = None
     failing: tuple[int, int] | None = None
     set_aside: int = 0
+    recent: tuple[int, ...] = ()
 
     def to_json(self, bot_id: int) -> dict[str, Any]:
         """The file's object (empty parts left out)."""
@@ -55,6 +66,8 @@ class PollState:
             data["failing"] = {"updateId": self.failing[0], "tries": self.failing[1]}
         if self.set_aside:
             data["setAside"] = self.set_aside
+        if self.recent:
+            data["recent"] = list(self.recent)
         return data
 
     @classmethod
@@ -67,7 +80,10 @@ class PollState:
             failing = (failing["updateId"], failing["tries"])
         if not _is_int(set_aside) or set_aside < 0:
             raise ValueError("'setAside' is not a count")
-        return cls(data["offset"], failing, set_aside)
+        recent = data.get("recent", [])
+        if not isinstance(recent, list) or not all(_is_int(item) for item in recent):
+            raise ValueError("'recent' is not a list of update ids")
+        return cls(data["offset"], failing, set_aside, tuple(recent[-RECENT_SAVED:]))
 
 
 def _is_int(value: object) -> bool:

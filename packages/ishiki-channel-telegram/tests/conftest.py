@@ -40,12 +40,13 @@ HELPER = 'model: default\nchannels:\n  telegram:7000000001: ["*"]\n'
 
 @pytest.fixture
 def bot_config(tmp_path, telegram_server, fake_openai):
-    """``bot_config(profiles=..., root=..., **account keys)``: write a config directory whose ``ishiki.yaml`` has
-    one Telegram account aimed at ``telegram_server`` (token ``${TELEGRAM_BOT_TOKEN}``) and whose models.yaml
-    points at ``fake_openai``; by default one profile, ``helper``, claims every chat of the bot."""
+    """``bot_config(profiles=..., root=..., http=..., **account keys)``: write a config directory whose
+    ``ishiki.yaml`` has one Telegram account aimed at ``telegram_server`` (token ``${TELEGRAM_BOT_TOKEN}``) and
+    whose models.yaml points at ``fake_openai``; by default one profile, ``helper``, claims every chat of the
+    bot. ``http`` is the ``http:`` block of ``ishiki.yaml`` (flow style), for webhook mode."""
     from ishiki_host.testing import models_yaml, write_config
 
-    def write(*, profiles=None, root=None, **account):
+    def write(*, profiles=None, root=None, http=None, **account):
         keys = {"name": "helper", "api_base": telegram_server.url, "backoff_max": 30, **account}
         lines = "".join(f"        {key}: {value}\n" for key, value in keys.items())
         # Background calls after a turn (the summarizer) wait out the scheduler's interactive grace on the
@@ -53,7 +54,7 @@ def bot_config(tmp_path, telegram_server, fake_openai):
         host = (
             "reload_interval_seconds: 0\nscheduler: {interactive_grace_seconds: 0}\n"
             "channels:\n  telegram:\n    accounts:\n"
-            "      - token: ${TELEGRAM_BOT_TOKEN}\n" + lines
+            "      - token: ${TELEGRAM_BOT_TOKEN}\n" + lines + (f"http: {http}\n" if http else "")
         )
         root = root or tmp_path / "bot"
         return write_config(root, profiles=profiles or {"helper": HELPER}, models=models_yaml(fake_openai), host=host)

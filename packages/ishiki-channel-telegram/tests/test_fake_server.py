@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import httpx
 import pytest
+from ishiki_host import HttpResponse
+from ishiki_host.testing import serve_http
 
 from ishiki_channel_telegram.testing import Fault, group_chat, private_chat, user
 
@@ -145,3 +149,71 @@ async def test_redeliver_puts_confirmed_updates_back_with_their_own_ids(telegram
     assert again["result"][:2] == [one, two]  # the same updates, in order, before the one still queued
     assert again["result"][2]["message"]["text"] == "three"
     assert telegram_server.confirmed == one["update_id"]
+
+
+async def test_set_webhook_refuses_what_telegram_refuses(telegram_server):
+    refusals = {
+        "http://bot.example.com/hook": "An HTTPS URL must be provided for webhook",
+        "https://bot.example.com:8080/hook": "Webhook can be set up only on ports 80, 88, 443 or 8443",
+    }
+    for url, words in refusals.items():
+        status, body = await _call(telegram_server, "setWebhook", url=url)
+        assert (status, words in body["description"]) == (400, True)
+    bad_secret = await _call(telegram_server, "setWebhook", url="https://bot.example.com/", secret_token="a b")
+    assert bad_secret[1]["description"] == "Bad Request: secret token contains unallowed characters"
+    too_many = await _call(telegram_server, "setWebhook", url="https://bot.example.com/", max_connections=101)
+    assert too_many[0] == 400
+    assert telegram_server.webhook_url is None
+
+
+async def test_a_webhook_refuses_get_updates_until_deleted_and_get_webhook_info_reports_it(telegram_server):
+    telegram_server.push_message(private_chat(ALICE), "queued")
+    set_ = await _call(telegram_server, "setWebhook", url="https://bot.example.com:8443/h", secret_token="s3cret")
+    assert set_ == (200, {"ok": True, "result": True})
+    assert (await _call(telegram_server, "getUpdates"))[0] == 409
+    _, info = await _call(telegram_server, "getWebhookInfo")
+    assert info["result"] == {
+        "url": "https://bot.example.com:8443/h",
+        "has_custom_certificate": False,
+        "pending_update_count": 1,
+        "max_connections": 40,
+    }
+    assert (await _call(telegram_server, "deleteWebhook", drop_pending_updates=False))[0] == 200
+    _, polled = await _call(telegram_server, "getUpdates")
+    assert [u["message"]["text"] for u in polled["result"]] == ["queued"]  # kept for getUpdates
+    await _call(telegram_server, "setWebhook", url="https://bot.example.com/h", drop_pending_updates=True)
+    assert telegram_server.pending == []
+
+
+async def test_delivery_goes_through_the_proxy_with_the_secret_and_a_non_2xx_keeps_the_update(telegram_server):
+    seen, answers = [], [503, 200]
+
+    async def hook(request):
+        seen.append((request.path, request.headers.get("x-telegram-bot-api-secret-token"), request.body))
+        return HttpResponse(answers.pop(0))
+
+    async with serve_http() as ingress, ingress.mount("/hooks/telegram/0") as mount:
+        mount.route("/", hook)
+        await _call(telegram_server, "setWebhook", url="https://bot.example.com/hooks/telegram/0", secret_token="s")
+        telegram_server.push_message(private_chat(ALICE), "hello")
+        unreachable = await telegram_server.deliver()  # no proxy yet: the name does not resolve
+        telegram_server.proxy("https://bot.example.com", ingress.base_url)
+        refused = await telegram_server.deliver()
+        _, info = await _call(telegram_server, "getWebhookInfo")
+        taken = await telegram_server.deliver()
+    assert (unreachable[0].status, unreachable[0].error) == (None, "Failed to resolve host: Name or service not known")
+    assert (refused[0].status, refused[0].ok) == (503, False)
+    assert info["result"]["last_error_message"] == "Wrong response from the webhook: 503 Service Unavailable"
+    assert isinstance(info["result"]["last_error_date"], int)
+    assert (taken[0].status, taken[0].ok) == (200, True)
+    assert telegram_server.pending == []
+    assert [(path, secret) for path, secret, _ in seen] == [("/", "s"), ("/", "s")]
+    assert json.loads(seen[0][2])["message"]["text"] == "hello"
+    assert await telegram_server.deliver() == []  # confirmed: nothing left to send
+
+
+async def test_delivery_drops_kinds_the_webhook_does_not_allow(telegram_server):
+    await _call(telegram_server, "setWebhook", url="https://bot.example.com/h", allowed_updates=["edited_message"])
+    telegram_server.push_message(private_chat(ALICE), "not wanted")
+    assert await telegram_server.deliver() == []
+    assert telegram_server.pending == []

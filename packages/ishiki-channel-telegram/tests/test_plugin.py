@@ -49,6 +49,8 @@ def test_create_makes_a_connection_with_defaults(tmp_path, telegram_host):
     assert account.chats == {}
     assert "message" in account.allowed_updates
     assert "edited_message" in account.allowed_updates
+    assert (account.mode, account.webhook_secret, account.webhook_max_connections) == ("polling", None, 40)
+    assert connection.status()["mode"] == "polling"
 
 
 def test_create_draws_jitter_from_the_hosts_rng(telegram_host):
@@ -79,6 +81,8 @@ def test_policy_per_chat():
         ({"token": TOKEN, "api_base": "ftp://x"}, "api_base", "ftp://x"),
         ({"token": TOKEN, "chats": {"-1001": {"mention_required": False}}}, "chats", "-1001"),
         ({"token": TOKEN, "chats": {"group:-1001": {"mention": False}}}, "chats.group:-1001", "mention"),
+        ({"token": TOKEN, "mode": "hook"}, "mode", "hook"),
+        ({"token": TOKEN, "webhook_max_connections": 0}, "webhook_max_connections", "minimum of 1"),
     ],
 )
 def test_bad_accounts_name_the_key_and_never_the_token(account, path, words):

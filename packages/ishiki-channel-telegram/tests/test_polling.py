@@ -187,8 +187,11 @@ async def test_a_token_revoked_while_running_stops_the_connection(telegram_serve
 async def test_conflict_is_reported_once_and_polling_resumes(
     telegram_server, telegram_host, telegram_connection, wake_sleeper, sleeping, caplog
 ):
-    telegram_server.webhook_url = "https://example.com/hook"
     async with running(telegram_connection()):
+        await telegram_server.until(lambda: telegram_server.polling)
+        telegram_server.webhook_url = "https://example.com/hook"  # another program sets one while this bot polls
+        telegram_server.push_message(private_chat(ALICE), "before the webhook")  # ends the long poll in progress
+        await telegram_host.wait_for_events(1)
         for _ in range(3):
             await wake_sleeper()
         await sleeping()  # the fourth 409 came back
@@ -200,9 +203,28 @@ async def test_conflict_is_reported_once_and_polling_resumes(
         telegram_server.webhook_url = None
         _push(telegram_server, "after the webhook")
         await wake_sleeper()
-        (event,) = await telegram_host.wait_for_events(1)
-    assert event.content == "after the webhook"
+        events = await telegram_host.wait_for_events(2)
+    assert [e.content for e in events] == ["before the webhook", "after the webhook"]
     assert "polling resumed" in caplog.text
+    assert telegram_server.count("deleteWebhook") == 0  # only a start deletes a webhook: this one was not ours
+
+
+async def test_a_webhook_left_set_is_deleted_at_start_and_its_queued_updates_arrive(
+    telegram_server, telegram_host, telegram_connection, caplog
+):
+    telegram_server.webhook_url = "https://bot.example.com/hooks/telegram/0"  # the account was in webhook mode
+    _push(telegram_server, "queued for the webhook")
+    async with running(telegram_connection()):
+        (event,) = await telegram_host.wait_for_events(1)
+        await telegram_server.until(lambda: telegram_server.pending == [])
+    assert event.content == "queued for the webhook"
+    assert telegram_server.webhook_url is None
+    methods = [call.method for call in telegram_server.calls]
+    assert methods[:4] == ["getMe", "getWebhookInfo", "deleteWebhook", "getUpdates"]
+    deleted = next(call for call in telegram_server.calls if call.method == "deleteWebhook")
+    assert deleted.params == {"drop_pending_updates": False}  # the queued updates are kept
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no 409 ever came
+    assert "deleting the webhook set to https://bot.example.com/hooks/telegram/0" in caplog.text
 
 
 async def test_429_on_polling_waits_retry_after(

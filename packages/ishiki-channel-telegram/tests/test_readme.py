@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).parents[1] / "README.md"
 
 
@@ -35,15 +37,19 @@ def test_readme_example_passes(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+    assert "2 passed" in result.stdout
 
 
-def test_readme_config_passes_ishiki_check(tmp_path, fake_openai):
+@pytest.mark.parametrize("mode", ["polling", "webhook"])
+def test_readme_config_passes_ishiki_check(tmp_path, fake_openai, mode):
     from ishiki_host.testing import models_yaml
 
-    blocks = re.findall(r"```yaml\n(# (\S+)\n.*?)```", README.read_text("utf-8"), re.DOTALL)
+    text = README.read_text("utf-8")
+    blocks = re.findall(r"```yaml\n(# (\S+)\n.*?)```", text, re.DOTALL)
     files = {name: text for text, name in blocks}
     assert set(files) == {"ishiki.yaml", "profiles/helper/profile.yml"}
+    if mode == "webhook":
+        (files["ishiki.yaml"],) = re.findall(r"```yaml\n# ishiki.yaml in webhook mode\n(.*?)```", text, re.DOTALL)
     for name, text in {**files, "models.yaml": models_yaml(fake_openai)}.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, "utf-8")

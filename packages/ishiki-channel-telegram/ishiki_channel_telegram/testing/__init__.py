@@ -3,7 +3,8 @@
 ``FakeBotAPI`` is a loopback fake of the Bot API over real HTTP; ``RecordingHost`` is a ``ChannelHost`` that
 records what a channel dispatches; ``running`` runs a connection for the length of a block; ``builders`` makes
 users, chats and UTF-16-correct entities. The pytest fixtures (``telegram_server``, ``telegram_host``,
-``telegram_connection``) are registered by this package's ``pytest11`` entry point.
+``telegram_connection``, and for webhook mode ``telegram_ingress`` and ``telegram_webhook_host``) are
+registered by this package's ``pytest11`` entry point.
 """
 
 from ishiki_channel_telegram.testing.botapi import DEFAULT_TOKEN, FakeBotAPI
@@ -12,16 +13,19 @@ from ishiki_channel_telegram.testing.builders import (
     FakeFile,
     Fault,
     SentMessage,
+    WebhookDelivery,
     entity,
     group_chat,
     private_chat,
     user,
 )
-from ishiki_channel_telegram.testing.host import RecordingDelivery, RecordingHost, event_key
+from ishiki_channel_telegram.testing.host import HOOK_PREFIX, PUBLIC_URL, RecordingDelivery, RecordingHost, event_key
 from ishiki_channel_telegram.testing.running import running
 
 __all__ = [
     "DEFAULT_TOKEN",
+    "HOOK_PREFIX",
+    "PUBLIC_URL",
     "Call",
     "FakeBotAPI",
     "FakeFile",
@@ -29,6 +33,7 @@ __all__ = [
     "RecordingDelivery",
     "RecordingHost",
     "SentMessage",
+    "WebhookDelivery",
     "entity",
     "event_key",
     "group_chat",

@@ -23,7 +23,7 @@ import anyio
 from anyio.abc import ByteStream, SocketAttribute
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-__all__ = ["Reply", "Request", "Upload", "serve_http"]
+__all__ = ["Reply", "Request", "Upload", "read_chunked", "serve_http"]
 
 _MAX_HEAD = 64 * 1024
 _REASONS = {
@@ -141,7 +141,7 @@ async def _read_request(reader: BufferedByteReceiveStream) -> Request:
         name, _, value = header.partition(":")
         headers[name.strip().lower()] = value.strip()
     if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = await _read_chunked(reader)
+        body = await read_chunked(reader)
     else:
         body = (
             await reader.receive_exactly(int(headers.get("content-length", "0")))
@@ -155,7 +155,8 @@ async def _read_request(reader: BufferedByteReceiveStream) -> Request:
     return request
 
 
-async def _read_chunked(reader: BufferedByteReceiveStream) -> bytes:
+async def read_chunked(reader: BufferedByteReceiveStream) -> bytes:
+    """A chunked body, read to its last chunk and trailer."""
     chunks: list[bytes] = []
     while True:
         size = int((await reader.receive_until(b"\r\n", 1024)).split(b";")[0], 16)

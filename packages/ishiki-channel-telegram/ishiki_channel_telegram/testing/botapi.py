@@ -6,10 +6,11 @@ are queued, else a wait of up to ``timeout`` that ends as soon as one is pushed;
 one with 409, as Telegram does), ``sendMessage`` with the real limits and error wording (4,096 UTF-16 units
 after HTML parsing, ``can't parse entities``, ``message is too long``, ``message to be replied not found``,
 ``chat not found``), ``sendChatAction``, ``getFile`` and the file URL (20 MB limit), ``sendPhoto`` and
-``sendDocument`` (multipart), ``deleteWebhook``.
+``sendDocument`` (multipart), and the webhook: ``setWebhook``, ``deleteWebhook``, ``getWebhookInfo``, with
+delivery to the webhook over real HTTP when the test calls ``deliver()`` (``_webhook``).
 
-Faults: a wrong token gets 401 (404 when it is not even shaped like one); ``webhook_url`` set makes
-``getUpdates`` answer 409; ``fail(method, Fault...)`` queues errors, 429s with ``retry_after`` and dropped
+Faults: a wrong token gets 401 (404 when it is not even shaped like one); a webhook set makes ``getUpdates``
+answer 409, as Telegram does; ``fail(method, Fault...)`` queues errors, 429s with ``retry_after`` and dropped
 connections; ``offline = True`` drops every request, the long poll in progress too.
 
 Update ids: ``renumber(next_id)`` starts a new numbering, as Telegram does after a week without updates (the
@@ -37,6 +38,7 @@ import anyio
 
 from ishiki_channel_telegram.testing._http import Reply, Request, serve_http
 from ishiki_channel_telegram.testing._sending import Sending
+from ishiki_channel_telegram.testing._webhook import Webhooks
 from ishiki_channel_telegram.testing._wire import ApiError, error_reply, normalise
 from ishiki_channel_telegram.testing.builders import Call, Fault, SentMessage
 
@@ -67,7 +69,7 @@ class _Waiter:
         self.dropped = False
 
 
-class FakeBotAPI(Sending):
+class FakeBotAPI(Sending, Webhooks):
     """The fake server (see the module docstring). ``clock`` dates messages (default: the system clock)."""
 
     def __init__(
@@ -89,7 +91,7 @@ class FakeBotAPI(Sending):
         self.downloads: list[str] = []
         self.errors: list[str] = []
         self.blocked_chats: set[int] = set()
-        self.webhook_url: str | None = None
+        self._init_webhooks()
         self._offline = False
         self.confirmed = 0
         self.port = 0
@@ -106,7 +108,9 @@ class FakeBotAPI(Sending):
             "getFile": self._get_file,
             "sendPhoto": lambda request: self._send_file(request, "photo"),
             "sendDocument": lambda request: self._send_file(request, "document"),
+            "setWebhook": self._set_webhook,
             "deleteWebhook": self._delete_webhook,
+            "getWebhookInfo": self._get_webhook_info,
         }
 
     @property
@@ -287,7 +291,3 @@ class FakeBotAPI(Sending):
 
     def _wanted(self, kind: str) -> bool:
         return kind not in _NOT_BY_DEFAULT if self._allowed is None else kind in self._allowed
-
-    def _delete_webhook(self, request: Request) -> bool:
-        self.webhook_url = None
-        return True

@@ -17,6 +17,7 @@ __all__ = [
     "FakeFile",
     "Fault",
     "SentMessage",
+    "WebhookDelivery",
     "entity",
     "group_chat",
     "private_chat",
@@ -109,6 +110,21 @@ class SentMessage:
     reply_to: int | None = None
     file: bytes | None = None
     file_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookDelivery:
+    """One webhook request the fake made: the update, the status the bot answered (``None``: no answer, the
+    connection failed) and, when it was not 2xx, the error as ``getWebhookInfo`` reports it."""
+
+    update_id: int
+    status: int | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The bot answered 2xx: the update is confirmed."""
+        return self.status is not None and 200 <= self.status < 300
 
 
 @dataclass(frozen=True, slots=True)

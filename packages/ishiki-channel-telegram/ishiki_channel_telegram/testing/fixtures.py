@@ -4,6 +4,11 @@
 - ``telegram_host``: a ``RecordingHost`` on the ``fake_clock``, with its state under ``tmp_path``.
 - ``telegram_connection``: a factory ``(**account keys) -> TelegramConnection`` aimed at the fake server, with
   a seeded random source for back-off jitter.
+- ``telegram_ingress``: the host's real HTTP server on a loopback port (``ishiki_host.testing.serve_http``)
+  with ``http.public_url`` ``PUBLIC_URL``, to which ``telegram_server`` delivers webhooks (its ``proxy``: the
+  reverse proxy in front of a real bot).
+- ``telegram_webhook_host``: ``telegram_host`` with ``telegram_ingress`` as its HTTP server, for connections
+  made with ``mode="webhook"``.
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from ishiki_host.testing import serve_http
 
 from ishiki_channel_telegram.testing.botapi import FakeBotAPI
-from ishiki_channel_telegram.testing.host import RecordingHost
+from ishiki_channel_telegram.testing.host import PUBLIC_URL, RecordingHost
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ishiki_host import FakeClock
+    from ishiki_host.testing import HttpIngress
 
     from ishiki_channel_telegram.connection import TelegramConnection
 
@@ -37,6 +44,21 @@ async def telegram_server(fake_clock: FakeClock) -> AsyncIterator[FakeBotAPI]:
 def telegram_host(tmp_path: Path, fake_clock: FakeClock) -> RecordingHost:
     """A recording channel host whose clock is ``fake_clock``."""
     return RecordingHost(tmp_path / "telegram-state", clock=fake_clock)
+
+
+@pytest.fixture
+async def telegram_ingress(telegram_server: FakeBotAPI) -> AsyncIterator[HttpIngress]:
+    """The host's HTTP server on 127.0.0.1, public as ``PUBLIC_URL`` through the fake's proxy."""
+    async with serve_http(public_url=PUBLIC_URL) as ingress:
+        assert ingress.base_url is not None
+        telegram_server.proxy(PUBLIC_URL, ingress.base_url)
+        yield ingress
+
+
+@pytest.fixture
+def telegram_webhook_host(tmp_path: Path, fake_clock: FakeClock, telegram_ingress: HttpIngress) -> RecordingHost:
+    """A recording channel host on ``fake_clock`` whose HTTP server is ``telegram_ingress``."""
+    return RecordingHost(tmp_path / "telegram-state", clock=fake_clock, http=telegram_ingress)
 
 
 @pytest.fixture
