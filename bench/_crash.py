@@ -1,21 +1,24 @@
-"""The crash harness: ``ishiki run`` on Telegram, SIGKILLed again and again while it answers chats.
+"""The crash harness: ``ishiki run`` on Telegram or WhatsApp, SIGKILLed again and again while it answers chats.
 
 ``CrashRun(plan, workdir, ishiki).run()`` writes a config directory whose profile claims the bot of a loopback
-fake Bot API (``FakeBotAPI``, served from this event loop) and whose model is a loopback fake OpenAI server
-answering as ``RationalModel``; then it runs lives of a real ``ishiki run`` subprocess while pushing the
-seeded traffic in waves (a wave whenever fewer than ``plan.outstanding`` direct messages wait for their answer).
-Every life but the last ends in SIGKILL at a point drawn from a seeded random source, as a count of observed
-events, never wall time: the n-th model request of that life (killed before it is answered), the n-th message
-the bot sends, or the n-th update confirmed. After every ``plan.torn_every``-th kill a torn tail is written at
-the end of one fact log, as a power loss cutting a write would leave it. The last life runs until every
-message is recorded and every direct message settled, then stops with SIGTERM; one more life starts on a log
-given a torn tail after that clean stop, and is stopped as soon as it polls. Then ``CrashReport.properties``
-holds the checks of ``_crash_check``.
+fake of ``plan.platform`` (``_crash_platforms``: Telegram's Bot API, polled; WhatsApp's Graph API, with the
+webhooks posted to the host until they are answered 200), served from this event loop, and whose model is a
+loopback fake OpenAI server answering as ``RationalModel``; then it runs lives of a real ``ishiki run``
+subprocess while pushing the seeded traffic in waves (a wave whenever fewer than ``plan.outstanding`` direct
+messages wait for their answer). Every life but the last ends in SIGKILL at a point drawn from a seeded random
+source, as a count of observed events, never wall time: the n-th model request of that life (killed before it
+is answered), the n-th message the bot sends, or the n-th input confirmed (an update past the offset, a webhook
+answered 200). After every ``plan.torn_every``-th kill a torn tail is written at the end of one fact log, as a
+power loss cutting a write would leave it. The last life runs until every message is recorded and every direct
+message settled, then stops with SIGTERM; one more life starts on a log given a torn tail after that clean
+stop, and is stopped as soon as it listens again. Then ``CrashReport.properties`` holds the checks of
+``_crash_check``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import random
 import shutil
@@ -40,8 +43,8 @@ from _crash_check import (
     check_torn_tails,
     duplicates_by_runtime,
 )
-from _crash_model import Message, RationalModel, Traffic
-from ishiki_channel_telegram.testing import DEFAULT_TOKEN, FakeBotAPI, group_chat, private_chat, user
+from _crash_model import RationalModel, Traffic
+from _crash_platforms import PLATFORMS, Platform
 
 from ishiki_host.testing import FakeOpenAIServer
 
@@ -66,6 +69,7 @@ class CrashPlan:
     outstanding: int = 60
     torn_every: int = 3
     max_events: int = 8
+    platform: str = "telegram"  # a key of ``_crash_platforms.PLATFORMS``
     life_cap: float = 1800.0  # a last resort, never a measure: a life still running then is reported timed out
 
 
@@ -78,7 +82,7 @@ class Life:
     code: int | None
     seconds: float
     log: Path
-    ready: float | None = None  # seconds from the start of the process to its first getUpdates
+    ready: float | None = None  # seconds from the start of the process until it listens (first getUpdates...)
     timed_out: bool = False  # it was still running at ``plan.life_cap`` and was killed: no property verdict
 
 
@@ -112,7 +116,7 @@ class CrashReport:
         """A readable summary."""
         kinds = sorted({life.trigger.split()[0] for life in self.lives})
         head = (
-            f"seed {self.plan.seed}: {self.plan.messages} messages in {self.plan.chats} chats "
+            f"{self.plan.platform}, seed {self.plan.seed}: {self.plan.messages} messages in {self.plan.chats} chats "
             f"({self.plan.groups} groups), {len(self.lives)} lives, {self.kills} SIGKILLs ({', '.join(kinds)}), "
             f"{len(self.torn)} torn tails written, {self.seconds:.1f} s"
         )
@@ -124,6 +128,9 @@ class CrashRun:
     """One run of the harness (see the module docstring)."""
 
     def __init__(self, plan: CrashPlan, workdir: Path, ishiki: Path, *, env: Mapping[str, str] | None = None):
+        self.platform: Platform = PLATFORMS[plan.platform]()
+        if not self.platform.has_groups:
+            plan = dataclasses.replace(plan, groups=0)  # WhatsApp's Cloud API has no groups
         self.plan = plan
         self.workdir = Path(workdir)
         self.root = self.workdir / "bot"
@@ -133,13 +140,6 @@ class CrashRun:
         self.traffic = Traffic(plan.seed, plan.messages, plan.chats, plan.groups)
         self.rng = random.Random(f"kills/{plan.seed}")
         self.report = CrashReport(plan)
-        self.server: FakeBotAPI | None = None
-
-    @property
-    def bot(self) -> FakeBotAPI:
-        """The fake Bot API (while running)."""
-        assert self.server is not None, "the run has not started"
-        return self.server
 
     async def run(self) -> CrashReport:
         """Run every life, then check (see the module docstring)."""
@@ -147,7 +147,7 @@ class CrashRun:
         with FakeOpenAIServer() as llm:
             llm.default = self.model
             llm.latency = self.plan.latency
-            async with FakeBotAPI() as self.server, anyio.create_task_group() as tg:
+            async with self.platform, anyio.create_task_group() as tg:
                 self._write_config(llm.base_url)
                 tg.start_soon(self._drive)
                 for index in range(self.plan.kills):
@@ -172,19 +172,16 @@ class CrashRun:
         (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ishiki-crash-plugins\nVersion: 0.1\n", "utf-8")
         (info / "entry_points.txt").write_text("[ishiki.ext]\nmemo = ishiki_crash_plugins:Memo\n", "utf-8")
         self.env["PYTHONPATH"] = str(site)
-        self.env["CRASH_BOT_TOKEN"] = DEFAULT_TOKEN
+        self.env.update(self.platform.env())
         files = {
-            "ishiki.yaml": (
-                "reload_interval_seconds: 0\nshutdown_grace_seconds: 10\nlog_level: info\nchannels:\n  telegram:\n"
-                f"    accounts:\n      - token: ${{CRASH_BOT_TOKEN}}\n        api_base: {self.bot.url}\n"
-                "        poll_timeout: 5\n        backoff_max: 1\n"
-            ),
+            "ishiki.yaml": "reload_interval_seconds: 0\nshutdown_grace_seconds: 10\nlog_level: info\n"
+            + self.platform.host_yaml(),
             "models.yaml": (
                 f"providers:\n  fake:\n    api: openai-completions\n    baseUrl: {model_url}\n    maxConcurrency: 64\n"
                 "    models: [{id: fake-model}]\ngroups:\n  default:\n    models: [fake:fake-model]\n"
             ),
             "profiles/ana/profile.yml": (
-                f"model: default\nchannels:\n  telegram:{DEFAULT_TOKEN.split(':')[0]}: ['*']\nextends:\n  memo: {{}}\n"
+                f"model: default\nchannels:\n  {self.platform.claim()}\nextends:\n  memo: {{}}\n"
             ),
             "profiles/ana/persona.md": "You are Ana. Acknowledge every message you are sent.\n",
         }
@@ -201,20 +198,12 @@ class CrashRun:
     async def _drive(self) -> None:
         """Push waves of messages whenever few enough direct messages wait for their answer."""
         while not self.traffic.done:
-            await self.bot.until(lambda: self._outstanding() < self.plan.outstanding, deadline=3600)
+            await self.platform.until(lambda: self._outstanding() < self.plan.outstanding)
             for message in self.traffic.next_wave(self.plan.wave):
-                self._push(message)
-
-    def _push(self, message: Message) -> None:
-        text = f"hello {message.token}"
-        if message.direct:
-            self.bot.push_message(private_chat(user(10_000 + message.chat, f"P{message.chat}")), text)
-        else:
-            chat = group_chat(-1_000_000_000_000 - message.chat, f"G{message.chat}")
-            self.bot.push_message(chat, f"chatter {message.token}", sender=user(20_000 + message.chat, "S"))
+                self.platform.push(message)
 
     def _answers(self) -> Counter[str]:
-        return answers_by_token(m.text for m in self.bot.sent)
+        return answers_by_token(self.platform.sent())
 
     def _outstanding(self) -> int:
         answered, settled = self._answers(), self.model.settled
@@ -222,7 +211,7 @@ class CrashRun:
         return sum(1 for m in pushed if m.direct and not answered.get(m.token) and m.token not in settled)
 
     def _done(self) -> bool:
-        return self.traffic.done and not self.bot.pending and self._outstanding() == 0
+        return self.traffic.done and not self.platform.pending() and self._outstanding() == 0
 
     # -- lives ------------------------------------------------------------------------------------------
 
@@ -260,34 +249,40 @@ class CrashRun:
         self.report.lives.append(life)
 
     async def _note_ready(self, began: float, ready: list[float]) -> None:
-        """When the host polls Telegram for the first time in this life."""
-        polls = self.bot.count("getUpdates")
-        await self.bot.until(lambda: self.bot.count("getUpdates") > polls, deadline=3600)
+        """When the host starts to listen for the first time in this life."""
+        await self._listens()
         ready.append(time.monotonic() - began)
 
+    async def _listens(self) -> None:
+        platform = self.platform
+        starts = platform.ready_count()
+        await platform.until(lambda: platform.ready_count() > starts)
+
     async def _kill_after(self, kind: str, count: int, pid: int) -> None:
-        bot = self.bot
+        platform = self.platform
         if kind == "send":
-            base = len(bot.sent)
-            await bot.until(lambda: len(bot.sent) >= base + count, deadline=3600)
+            base = self._sends()
+            await platform.until(lambda: self._sends() >= base + count)
         else:
-            base = bot.confirmed
-            await bot.until(lambda: bot.confirmed >= base + count, deadline=3600)
+            base = platform.confirmed()
+            await platform.until(lambda: platform.confirmed() >= base + count)
         _kill(pid)
+
+    def _sends(self) -> int:
+        return sum(1 for _ in self.platform.sent())
 
     async def _end_when_idle(self, kind: str, process: anyio.abc.Process) -> None:
         """The last life stops (SIGTERM) once it polls and all is settled; the restart once it polls; a kill life
         that ran out of work is killed then (its trigger would never come). Each waits on what it waits for,
         however long a loaded machine takes: only ``plan.life_cap`` ends a life that never gets there."""
-        if kind in ("restart", "final"):  # the host set up what it recovers before it polls
-            polls = self.bot.count("getUpdates")
-            await self.bot.until(lambda: self.bot.count("getUpdates") > polls, deadline=3600)
+        if kind in ("restart", "final"):  # the host set up what it recovers before it listens
+            await self._listens()
         if kind == "restart":
             process.send_signal(signal.SIGTERM)
             return
         while not self._done():  # the model's view of what is settled changes in its own thread: look again
             with anyio.move_on_after(0.25):
-                await self.bot.until(self._done, deadline=3600)
+                await self.platform.until(self._done)
         if kind == "final":
             process.send_signal(signal.SIGTERM)
         else:

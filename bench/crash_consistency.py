@@ -1,4 +1,4 @@
-"""Crash consistency: ``ishiki run`` on Telegram, SIGKILLed at seeded moments while it answers chats.
+"""Crash consistency: ``ishiki run`` on Telegram (or WhatsApp), SIGKILLed at seeded moments while it answers chats.
 
 The harness of ``bench/_crash.py`` (also run by ``tests/reliability/test_crash_consistency.py``): 500 messages
 across 50 chats (10 of them groups), 24 SIGKILLs at points drawn as counts of observed events (model requests,
@@ -6,9 +6,11 @@ messages sent, updates confirmed), a torn tail written after every third kill, t
 start. Each run uses the next seed. Reports, per run: how many checked properties failed, duplicate inbound
 entries (a redelivered update recorded again), direct messages left unanswered because a kill cut their send
 in flight (at most once), and how long a host takes to poll Telegram again after a SIGKILL, against the same
-after a clean stop. ``--quick``: 100 messages, 20 chats, 6 kills.
+after a clean stop. ``--quick``: 100 messages, 20 chats, 6 kills. ``--platform whatsapp`` runs the bot on
+WhatsApp's Cloud API instead (its webhooks posted until answered 200; no groups; "polls" is then the
+phone-number check a host makes at start).
 
-    .venv/bin/python bench/crash_consistency.py [--quick] [--runs N] [--seed N] [--json PATH]
+    .venv/bin/python bench/crash_consistency.py [--quick] [--runs N] [--seed N] [--platform P] [--json PATH]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from _crash import CrashPlan, CrashReport, CrashRun
+from _crash_platforms import PLATFORMS
 from _report import Bench, run
 
 ISHIKI = Path(sys.executable).with_name("ishiki")
@@ -27,9 +30,10 @@ ISHIKI = Path(sys.executable).with_name("ishiki")
 
 def plan_for(bench: Bench, seed: int) -> CrashPlan:
     """The full plan, or the quick one."""
+    platform = bench.args.platform
     if bench.quick:
-        return CrashPlan(seed=seed, messages=100, chats=20, groups=4, kills=6)
-    return CrashPlan(seed=seed)
+        return CrashPlan(seed=seed, messages=100, chats=20, groups=4, kills=6, platform=platform)
+    return CrashPlan(seed=seed, platform=platform)
 
 
 async def measure(bench: Bench) -> None:
@@ -63,6 +67,7 @@ def _ready(report: CrashReport, *, killed: bool) -> list[float]:
 def arguments(parser: argparse.ArgumentParser) -> None:
     """This script's own options."""
     parser.add_argument("--seed", type=int, default=1, help="the seed of the first run (the next runs add 1)")
+    parser.add_argument("--platform", choices=sorted(PLATFORMS), default="telegram", help="the bot's platform")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
-"""Crash consistency: a real ``ishiki run`` on Telegram, SIGKILLed 24 times while it answers 500 messages.
+"""Crash consistency: a real ``ishiki run`` on Telegram, and on WhatsApp's Cloud API, SIGKILLed 24 times while it
+answers 500 messages.
 
 The harness is ``bench/_crash.py`` (its module docstring says how lives, kills and torn tails are chosen; all
 from the seed, kill points as counts of observed events). What must hold at the end, after every restart:
@@ -15,6 +16,8 @@ from the seed, kill points as counts of observed events). What must hold at the 
 A host that records a redelivered Telegram update twice fails the first property. The channel confirms an
 update only after its event is durable, so a kill between the two makes Telegram send it again; recognising
 the repeat is the host's job (``channels.repeats``, tested on its own in ``tests/channels/test_repeats.py``).
+WhatsApp's likewise: a webhook is answered 200 only once its message is durable, so Meta's side (played by
+the harness) posts it again after a kill between the two, and it must be recorded and answered once.
 """
 
 from __future__ import annotations
@@ -29,13 +32,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 SEED = 20_240_501
 
 
+@pytest.mark.parametrize("platform", ["telegram", "whatsapp"])
 async def test_sigkill_at_random_moments_loses_nothing_and_answers_once(
     crash_harness: ModuleType,
     ishiki_bin: Path,
     tmp_path: Path,
     subprocess_env: dict[str, str],
+    platform: str,
 ) -> None:
-    plan = crash_harness.CrashPlan(seed=SEED)
+    plan = crash_harness.CrashPlan(seed=SEED, platform=platform)
     assert (plan.messages, plan.chats, plan.kills) == (500, 50, 24)
     report = await crash_harness.CrashRun(plan, tmp_path / "crash", ishiki_bin, env=subprocess_env).run()
     summary = "\n".join(report.lines())
