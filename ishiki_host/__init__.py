@@ -1,12 +1,13 @@
 """Ishiki Host: run LLM personas in chat channels.
 
 This module is the public face plugins are written against; everything under it is internal. A channel, an
-engine, an extension or a model API needs nothing else: the plugin base classes and ``hookimpl``, the contract
-of a runtime (``RuntimeContext``, ``HostServices``, ``Sessions``, ``Command``, ``Reminders``), the channel contract
-(``ChannelHost``, ``IshikiEvent``, ``SendResult``, ``split_message``), the agent core (messages, models, tools,
-hooks, the fact log), resources, the model-API helpers and the config loaders. Test helpers are
-``ishiki_host.testing``; errors are ``ishiki_host.errors``. ``__all__`` is exact and sorted, and every name's
-``__module__`` is ``ishiki_host`` (tests keep both so); see ``docs/plugins.md``.
+engine, an extension, a model API or a host plugin needs nothing else: the plugin base classes and
+``hookimpl``, the contract of a runtime (``RuntimeContext``, ``HostServices``, ``Sessions``, ``Command``,
+``Reminders``), the channel contract (``ChannelHost``, ``IshikiEvent``, ``SendResult``, ``split_message``), the
+host-plugin contract (``HostPluginContext``, ``HostPluginInstance``, ``ProfileStatus``, ``HttpMount``), the
+agent core (messages, models, tools, hooks, the fact log), resources, the model-API helpers and the config
+loaders. Test helpers are ``ishiki_host.testing``; errors are ``ishiki_host.errors``. ``__all__`` is exact and
+sorted, and every name's ``__module__`` is ``ishiki_host`` (tests keep both so); see ``docs/plugins.md``.
 """
 
 import types
@@ -68,6 +69,7 @@ from ishiki_host.jsontypes import Json
 from ishiki_host.plugins.base import CheckContext, ContextEngine, Extension, ToolcallEngine, WakeupEngine
 from ishiki_host.plugins.commands import Command, CommandContext, CommandHandler, CommandTable, HostView
 from ishiki_host.plugins.hookspecs import hookimpl
+from ishiki_host.plugins.hostplugin import HostPlugin, HostPluginContext, HostPluginInstance, ProfileStatus
 from ishiki_host.plugins.reminders import REMINDERS, Reminder, Reminders, ScheduledReminder
 from ishiki_host.plugins.runtime_api import (
     ContextEngineInstance,
@@ -134,6 +136,9 @@ __all__ = [
     "Extension",
     "FactLog",
     "FakeClock",
+    "HostPlugin",
+    "HostPluginContext",
+    "HostPluginInstance",
     "HostServices",
     "HostView",
     "HttpHandler",
@@ -162,6 +167,7 @@ __all__ = [
     "PluginConfig",
     "Priority",
     "Profile",
+    "ProfileStatus",
     "ProviderClient",
     "ProviderConfig",
     "Quote",

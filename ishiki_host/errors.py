@@ -32,9 +32,12 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         │   ├── EventRejected           ``dispatch`` will never take this event: set it aside, do not retry
         │   │   └── EventInvalid        a shaped inbound event breaks its contract (also a ValueError)
         │   └── IngressError            the host serves no HTTP (``http.listen``), or a mount's prefix is taken
+        ├── HostPluginError             a host plugin cannot run (``fatal``: no restart)
+        │   └── HostPluginUnavailable   a passing trouble, or not ready in time (restarted with back-off)
         ├── FactLogError                the fact log cannot be opened or written
         │   └── FactLogLocked           another process holds the log
         ├── ConfigDirLocked             another host runs this data directory (``pid``: its process)
+        ├── HostNotAnswering            no running host answers on a data directory's control socket
         ├── AgentBusy                   ``send(..., if_busy="reject")`` while a turn runs
         ├── AgentStopped                the agent is not running (never started, or stopped)
         ├── CommandError                a slash command cannot do what was asked (shown to the sender)
@@ -72,6 +75,9 @@ __all__ = [
     "FactLogLocked",
     "HeartbeatInvalid",
     "HostConfigInvalid",
+    "HostNotAnswering",
+    "HostPluginError",
+    "HostPluginUnavailable",
     "IngressError",
     "IshikiError",
     "JudgeReplyInvalid",
@@ -300,6 +306,24 @@ class IngressError(ChannelError):
     cannot fix its configuration, so its supervisor reports it once and stops it."""
 
 
+class HostPluginError(RunError):
+    """A host plugin (group ``ishiki.host``) cannot run.
+
+    ``fatal`` tells the host's supervisor what to do when the plugin's ``run`` raises it, as for channels:
+    ``True`` (the default) means restarting cannot help (a port or key the operator must fix): the plugin is
+    reported in one line and stays stopped, the rest of the host keeps serving. ``HostPluginUnavailable``
+    (``fatal`` false) is a passing trouble: one line, then a restart with back-off.
+    """
+
+    fatal: bool = True
+
+
+class HostPluginUnavailable(HostPluginError):
+    """A host plugin's passing trouble (or it was not ready in time): restarted with back-off."""
+
+    fatal = False
+
+
 class EventInvalid(EventRejected, ValueError):
     """A channel shaped an inbound event that breaks its contract (a bad channel id, a missing sender...).
 
@@ -322,6 +346,11 @@ class ConfigDirLocked(RunError):
         self.path = path
         self.pid = pid
         super().__init__(message)
+
+
+class HostNotAnswering(RunError):
+    """Nothing answered on a data directory's control socket (``ishiki status``): no host runs there, or it
+    cannot be reached; the message says which."""
 
 
 class AgentBusy(RunError):

@@ -55,6 +55,7 @@ def test_test_distribution_is_recorded_with_its_distribution(plugin_registry: Pl
         ("ishiki.ext.exits", "load", "SystemExit: ishiki-test-plugins: exits on import"),
         ("ishiki.ext.asserts", "load", "AssertionError: ishiki-test-plugins: not configured"),
         ("ishiki.ext.badtoolnames", "invalid", "BadToolNames.tool_names must be None or a tuple of tool names"),
+        ("ishiki.host.brokenhost", "load", "RuntimeError: ishiki-test-plugins: broken on purpose"),
     ],
 )
 def test_broken_plugins_are_recorded_not_fatal(
@@ -76,8 +77,9 @@ def test_broken_plugins_are_recorded_not_fatal(
 
 def test_other_plugins_load_despite_the_broken_ones(plugin_registry: PluginRegistry) -> None:
     ok = {r.full_name for r in plugin_registry.records if r.status == "ok"}
-    assert BUILTINS | {"ishiki.ext.greeter", "ishiki.channel.testchat", "ishiki.provider.echo"} <= ok
-    assert len(plugin_registry.errors) == 9
+    third_party = {"ishiki.ext.greeter", "ishiki.channel.testchat", "ishiki.provider.echo", "ishiki.host.hello"}
+    assert BUILTINS | third_party <= ok
+    assert len(plugin_registry.errors) == 10
 
 
 def test_a_name_registered_by_two_distributions_is_an_error_for_both(

@@ -16,6 +16,7 @@ PUBLIC_MODULES = [
     "ishiki_host.gateway",
     "ishiki_host.plugins",
     "ishiki_host.heartbeat",
+    "ishiki_host.observe",
     "ishiki_host.runtime",
     "ishiki_host.resources",
     "ishiki_host.scaffold",

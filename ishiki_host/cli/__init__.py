@@ -27,7 +27,9 @@ from ishiki_host._version import __version__
 __all__ = ["EPIPE_STATUS", "main"]
 
 # The subcommand modules, in the order `ishiki --help` lists them.
-COMMANDS: tuple[str, ...] = ("init", "new", "check", "run", "reload", "models", "plugins", "memory")
+COMMANDS: tuple[str, ...] = (
+    "init", "new", "check", "run", "reload", "status", "usage", "models", "plugins", "memory",
+)  # fmt: skip
 EPIPE_STATUS = 141
 """The exit status when stdout (or stderr) was closed before all was written: 128 + SIGPIPE."""
 

@@ -15,7 +15,7 @@ def register(subparsers: Any) -> None:
     """Add the ``plugins`` command."""
     parser = subparsers.add_parser(
         "plugins",
-        help="list installed engines, extensions, channels and model APIs",
+        help="list installed engines, extensions, channels, model APIs and host plugins",
         description="List every service of the Ishiki entry-point groups: full name, distribution, version, "
         "status and the error of those that failed to load. Exit 1 when one failed.",
     )

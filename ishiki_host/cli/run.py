@@ -4,8 +4,8 @@ piped console input ends; with other channels up only the console closes).
 Exit status: 0 after a normal stop (SIGINT, SIGTERM, the end of piped console input), 1 when no profile is
 ready (the reasons are printed) or the host could not start, 2 when DIR is not a config directory. Another
 host running on the same data directory is a failed start: one line naming its pid, exit 1, nothing touched.
-Logs go to stderr at ``log_level`` of ishiki.yaml (``--log-level`` overrides it); stdout is the console
-channel's.
+Logs go to stderr at ``log_level`` of ishiki.yaml (``--log-level`` overrides it), as text or as one JSON object
+per line (``log_format``, ``--log-format``); stdout is the console channel's.
 A run in which no model answers still stops with 0 (each sender was told the turn failed); the first time
 every member of a model has failed before any answered, stderr says once what to configure in models.yaml
 (the provider, its address, the key and the variables it reads: ``ishiki_host.cli._hints``).
@@ -38,6 +38,7 @@ from ishiki_host.cli._args import add_dir_argument
 __all__ = ["register", "run", "setup_logging"]
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
+FORMATS = ("text", "json")
 _QUIET = {"httpx": logging.WARNING, "httpcore": logging.WARNING, "stevedore": logging.WARNING}
 
 
@@ -52,14 +53,18 @@ def register(subparsers: Any) -> None:
     )
     add_dir_argument(parser)
     parser.add_argument("--log-level", choices=LEVELS, help="override log_level of ishiki.yaml")
+    parser.add_argument("--log-format", choices=FORMATS, help="override log_format of ishiki.yaml")
     parser.set_defaults(handler=run)
 
 
-def setup_logging(level: str) -> None:
-    """Log to stderr at ``level``; per-request and per-retry chatter of libraries and the gateway only in debug
-    (the host says in one line when a model fails over)."""
+def setup_logging(level: str, log_format: str = "text") -> None:
+    """Log to stderr at ``level``, as text or (``log_format: json``) one JSON object per line
+    (``ishiki_host.observe.logformat``); per-request and per-retry chatter of libraries and the gateway only in
+    debug (the host says in one line when a model fails over)."""
+    from ishiki_host.observe.logformat import JsonFormatter, TextFormatter
+
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S"))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
@@ -102,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigDirError as exc:
         print(f"ishiki run: {exc.message}", file=sys.stderr)
         return 2
-    setup_logging(args.log_level or config.host.log_level)
+    setup_logging(args.log_level or config.host.log_level, args.log_format or config.host.log_format)
     if early.name is not None:
         print(f"ishiki run: {early.name} before the host started; it stops without starting", file=sys.stderr)
         return 0

@@ -1,5 +1,5 @@
 """The host's own slash commands (``builtin_commands()``): ``/help``, ``/whoami``, ``/status``, ``/clear``
-(``/reset``), ``/compact``, ``/memory``, ``/memories``, ``/tools``, ``/extensions``, ``/channels``.
+(``/reset``), ``/compact``, ``/memory``, ``/memories``, ``/tools``, ``/extensions``, ``/channels``, ``/usage``.
 
 They are written against the same contract as an extension's commands (``ishiki_host.plugins.commands``:
 ``Command``, ``CommandContext``); the runtime registers them first in every runtime's table (source
@@ -9,6 +9,7 @@ They are written against the same contract as an extension's commands (``ishiki_
 from ishiki_host.commands.info import help_command, render_help, status_command, whoami_command
 from ishiki_host.commands.session import clear_command, compact_command, memories_command, memory_command
 from ishiki_host.commands.switches import channels_command, extensions_command, tools_command
+from ishiki_host.commands.usage import usage_command
 from ishiki_host.plugins.commands import Command
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "render_help",
     "status_command",
     "tools_command",
+    "usage_command",
     "whoami_command",
 ]
 
@@ -62,6 +64,13 @@ def builtin_commands() -> tuple[Command, ...]:
             channels_command,
             "List this profile's channels, or switch one.",
             "[enable|disable NAME|here]",
+            trust="trusted",
+        ),
+        Command(
+            "usage",
+            usage_command,
+            "Show this profile's model calls, tokens and tool calls, by channel, model and tool.",
+            "[today|N days]",
             trust="trusted",
         ),
     )

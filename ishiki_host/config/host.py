@@ -7,6 +7,9 @@ An account with an error (a ``${VAR}`` that is not set, a value its schema refus
 the index of every account (and with it its state directory) stays what the file says, and listed in
 ``invalid_accounts`` with its errors: such an account is never started, and the profiles claiming its
 platform wait for it (``ishiki_host.plugins.activation``).
+
+Host plugins (``plugins``) are checked against their own schema too; a plugin that is not installed (or did
+not load), or whose block its schema refuses, is an error and is left out of ``plugins``: it does not run.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ishiki_host.config.schemas import load_schema
-from ishiki_host.config.services import CHANNEL_GROUP, ServiceCatalog, service_name
+from ishiki_host.config.services import CHANNEL_GROUP, HOST_GROUP, ServiceCatalog, service_name
 from ishiki_host.config.validation import compiled, did_you_mean, schema_errors, with_defaults
 from ishiki_host.config.yamlio import YamlDocument, format_path, load_yaml
 from ishiki_host.errors import ConfigError, HostConfigInvalid
@@ -39,6 +42,7 @@ __all__ = [
 
 HOST_FILE = "ishiki.yaml"
 FsyncPolicy = Literal["always", "turn", "never"]
+LogFormat = Literal["text", "json"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +76,8 @@ class HttpSettings:
     ``listen`` is ``(address, port)`` (port 0: any free port, for tests); ``public_url`` is where platforms
     reach the server from outside (behind a reverse proxy: its URL, path prefix included), without a trailing
     slash. ``max_body_bytes`` and ``deadline_seconds`` are the defaults of every route; ``max_connections``
-    caps the connections served at once (more get 503).
+    caps the connections served at once (more get 503). ``metrics``: the host serves ``/metrics`` (and counts what
+    it shows); ``/readyz`` is served either way.
     """
 
     listen: tuple[str, int] | None = None
@@ -80,6 +85,7 @@ class HttpSettings:
     max_body_bytes: int = 1_048_576
     deadline_seconds: float = 30.0
     max_connections: int = 100
+    metrics: bool = True
 
     @property
     def listen_text(self) -> str | None:
@@ -96,11 +102,13 @@ class HostConfig:
 
     ``channels`` maps a platform to its account entries (each validated by the channel's schema, with its
     defaults, when the channel is installed); ``invalid_accounts`` holds the errors of each account that has
-    some, by ``(platform, index)``. ``memory`` is the memory extension's open settings block.
+    some, by ``(platform, index)``. ``memory`` is the memory extension's open settings block. ``plugins`` maps
+    each host plugin to run to its validated block, with its defaults (those with an error are left out).
     """
 
     data_dir: Path
     log_level: str = "info"
+    log_format: LogFormat = "text"
     timezone: str = "UTC"
     runtime_idle_seconds: float = 900.0
     reload_interval_seconds: float = 2.0
@@ -108,6 +116,7 @@ class HostConfig:
     fsync: FsyncPolicy = "turn"
     event_loop: EventLoop = "auto"
     channels: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     memory: Mapping[str, Any] = field(default_factory=lambda: {"limit": 20, "scope": "sender"})
     heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
@@ -156,9 +165,11 @@ def host_from_document(
         data["timezone"] = "UTC"
     channels, problems = _channels(doc, data["channels"], catalog)
     errors.extend(problems)
+    plugins, problems = _plugins(doc, data["plugins"], catalog)
+    errors.extend(problems)
     errors.sort(key=lambda e: (e.line or 0, e.path))
     built = _build(config_dir, data, doc.file, channels)
-    return dataclasses.replace(built, invalid_accounts=_invalid_accounts(channels, errors)), errors
+    return dataclasses.replace(built, plugins=plugins, invalid_accounts=_invalid_accounts(channels, errors)), errors
 
 
 def _invalid_accounts(
@@ -250,6 +261,28 @@ def _channels(
     return channels, problems
 
 
+def _plugins(
+    doc: YamlDocument, raw: Mapping[str, Any], catalog: ServiceCatalog | None
+) -> tuple[dict[str, Mapping[str, Any]], list[ConfigError]]:
+    """The host plugins to run, each block validated by its plugin's schema (without a catalog: as written)."""
+    plugins: dict[str, Mapping[str, Any]] = {}
+    problems: list[ConfigError] = []
+    for name, written in raw.items():
+        block = {} if written is None else written  # `dash:` with nothing after it: the plugin's defaults
+        path = ("plugins", name)
+        spec = catalog.spec(service_name(HOST_GROUP, name)) if catalog else None
+        if catalog is not None and spec is None:
+            hint = did_you_mean(name, catalog.names(HOST_GROUP))
+            message = f"no host plugin '{name}' is installed or it failed to load{hint} (see ishiki plugins)"
+            problems.append(HostConfigInvalid(message, file=doc.file, line=doc.line(path), path=format_path(path)))
+            continue
+        found = schema_errors(compiled(spec.config_schema), block, doc, HostConfigInvalid, path) if spec else []
+        problems.extend(found)
+        if not found:
+            plugins[name] = with_defaults(spec.config_schema, block) if spec else block
+    return plugins, problems
+
+
 def _build(
     config_dir: Path,
     data: Mapping[str, Any],
@@ -259,6 +292,7 @@ def _build(
     return HostConfig(
         data_dir=config_dir / data["data_dir"],
         log_level=data["log_level"],
+        log_format=data["log_format"],
         timezone=data["timezone"],
         runtime_idle_seconds=float(data["runtime_idle_seconds"]),
         reload_interval_seconds=float(data["reload_interval_seconds"]),
@@ -284,6 +318,7 @@ def _http(block: Mapping[str, Any]) -> HttpSettings:
         max_body_bytes=int(block["max_body_bytes"]),
         deadline_seconds=float(block["deadline_seconds"]),
         max_connections=int(block["max_connections"]),
+        metrics=bool(block["metrics"]),
     )
 
 

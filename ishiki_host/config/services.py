@@ -4,7 +4,7 @@ The loaders validate a service's config block with that service's own schema. Th
 (the plugin registry implements it) for a ``ServiceSpec``: the class-level facts of one loaded service.
 ``Plugin`` holds those facts on a class: every base class of an entry-point group derives from it (the
 channel's in ``ishiki_host.channels.base``, the model API's in ``ishiki_host.gateway.api``, the engines' and
-the extension's in ``ishiki_host.plugins.base``).
+the extension's in ``ishiki_host.plugins.base``, the host plugin's in ``ishiki_host.plugins.hostplugin``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ __all__ = [
     "CHANNEL_GROUP",
     "ENGINE_GROUPS",
     "EXTENSION_GROUP",
+    "HOST_GROUP",
     "PLUGIN_API_VERSION",
     "PROVIDER_GROUP",
     "Plugin",
@@ -46,6 +47,8 @@ ENGINE_GROUPS: Mapping[str, str] = {
 EXTENSION_GROUP = "ishiki.ext"
 CHANNEL_GROUP = "ishiki.channel"
 PROVIDER_GROUP = "ishiki.provider"
+HOST_GROUP = "ishiki.host"
+"""Host plugins: whole-host services (a dashboard, an API) configured under ``plugins`` of ``ishiki.yaml``."""
 
 
 def service_name(group: str, name: str) -> str:

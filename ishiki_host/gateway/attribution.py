@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
+    from ishiki_host.addresses.keys import RuntimeKey
     from ishiki_host.core.model import LanguageModel, ModelRequest, ModelResult, StreamEvent
     from ishiki_host.gateway.gateway import ModelCallRecord
 
@@ -39,7 +40,13 @@ __all__ = [
 
 
 class UsageSink(Protocol):
-    """A runtime that records usage entries."""
+    """A runtime that records usage entries; its ``key`` says whose calls they are (the host's usage counts
+    and metrics label calls by its profile and channel)."""
+
+    @property
+    def key(self) -> RuntimeKey:
+        """The runtime's address."""
+        ...
 
     def record_usage(self, data: dict[str, Json]) -> None:
         """Queue a ``usage`` entry (never blocks)."""

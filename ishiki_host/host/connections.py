@@ -54,6 +54,7 @@ __all__ = [
     "backoff_delay",
     "channel_rng",
     "hook_prefix",
+    "single_error",
     "state_dir",
 ]
 
@@ -151,6 +152,7 @@ class ChannelSupervisor:
         self.connection: ChannelConnection | None = None
         self.state = "new"
         self.restarts = 0
+        self.errors = 0  # lives of the connection that ended in an exception (``/metrics``)
         self.last_error: str | None = None
 
     @property
@@ -220,7 +222,8 @@ class ChannelSupervisor:
                 logger.info("channel %s is up as %s:%s", self.spec.label, connection.platform, connection.self_id)
                 report()
         except Exception as exc:
-            error = _unwrap(exc)
+            error = single_error(exc)
+            self.errors += 1
             self.last_error = f"{type(error).__name__}: {error}"
             if isinstance(error, ConfigError) or (isinstance(error, ChannelError) and error.fatal):
                 self.state = "failed"  # a config mistake (its account) is the operator's to fix: no restart loop
@@ -239,7 +242,7 @@ class ChannelSupervisor:
         return started
 
 
-def _unwrap(exc: BaseException) -> BaseException:
+def single_error(exc: BaseException) -> BaseException:
     """The one exception inside (nested) exception groups, or ``exc`` itself."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]

@@ -8,11 +8,15 @@ it gets ``ConfigDirLocked`` and changes nothing; ``ishiki_host.host.lock``), bui
 the memory database (``services.memory``; ``ishiki_host.host.memory_db``), activates every ready profile (a
 route with its own task group), starts the channels their claims need (each under a supervisor that restarts it with
 back-off; before them, the HTTP server they mount webhooks on when ``http.listen`` is set:
-``ishiki_host.ingress``), starts the heartbeat scheduler (shared under ``HEARTBEATS``; ``ishiki_host.host.beats``),
-and polls the config files (the skills folder and ``heartbeats.json`` too) for hot reload. While it runs, the
+``ishiki_host.ingress``; between the two, the host plugins of ``plugins``: ``ishiki_host.host.hostplugins``),
+starts the heartbeat scheduler (shared under ``HEARTBEATS``; ``ishiki_host.host.beats``),
+and polls the config files (the skills folder and ``heartbeats.json`` too) for hot reload. What it tells about
+itself (metrics, ``/readyz``, usage counts, the answered-message line, the control socket ``ishiki status``
+asks) is wired by ``ishiki_host.host.observability``, before the gateway and the runtimes. While it runs, the
 garbage collector's youngest threshold is raised (``ishiki_host.host.collector``). ``dispatch`` (what
 channels call) routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
-more input, turns get the grace to finish, every runtime stops its extensions and closes its log.
+more input, turns get the grace to finish, every runtime stops its extensions and closes its log, the channels and
+then the host plugins stop, and the HTTP server last.
 """
 
 from __future__ import annotations
@@ -35,8 +39,10 @@ from ishiki_host.host.beats import start_heartbeats
 from ishiki_host.host.collector import tuned_collector
 from ishiki_host.host.connections import ChannelDirectory
 from ishiki_host.host.delivery import RuntimeDelivery, Unrouted
+from ishiki_host.host.hostplugins import HostPluginSet
 from ishiki_host.host.lock import PID_FILE, DataDirClaim, claim_data_dir
 from ishiki_host.host.memory_db import HostMemory
+from ishiki_host.host.observability import HostObservability
 from ishiki_host.host.resume import resume_routes
 from ishiki_host.host.routes import ProfileRoute, RouteTable
 from ishiki_host.host.runtimes import HostRuntimes
@@ -114,16 +120,19 @@ class Host:
         self._resumed = anyio.Event()
         self._resuming = False
         self._stopping = False
+        self._running = False
         self._reload_lock = anyio.Lock()
         self._classes: dict[str, tuple[object, ...]] = {}
         self._config: ConfigDir | None = None
         self._claim: DataDirClaim | None = None
         self._gateways: GatewaySet | None = None
         self._channels: ChannelSet | None = None
+        self._host_plugins: HostPluginSet | None = None
         self._shared_parts: SharedParts | None = None
         self._tg: TaskGroup | None = None
         self.heartbeats: HeartbeatService | None = None
         self.http = HttpIngress(HttpSettings())  # off until entered with the config's ``http`` settings
+        self.observability: HostObservability | None = None  # metrics, usage, /readyz, the control socket
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -146,10 +155,22 @@ class Host:
         return self._channels
 
     @property
+    def host_plugins(self) -> HostPluginSet:
+        """The host plugins' supervisors."""
+        assert self._host_plugins is not None, "enter the host first"
+        return self._host_plugins
+
+    @property
     def shared_parts(self) -> SharedParts:
         """What the host's runtimes share."""
         assert self._shared_parts is not None, "enter the host first"
         return self._shared_parts
+
+    @property
+    def phase(self) -> str:
+        """``starting`` until every ready profile and its channels have started, then ``running``, then
+        ``stopping``."""
+        return "stopping" if self._stopping else "running" if self._running else "starting"
 
     def channel(self, sid: str) -> Any:
         """The running connection of ``platform:selfId``, if any."""
@@ -161,9 +182,16 @@ class Host:
             "profiles": {p.id: p.state for p in self.config.profiles},
             "routes": {r.profile.id: sorted(str(k) for k in r.runtimes) for r in self.routes},
             "channels": self.channels.status(),
+            "plugins": self.host_plugins.status(),
             "gateway": self.gateways.gateway.status(),
             "http": self.http.status(),
         }
+
+    def report(self) -> dict[str, Any]:
+        """The report ``ishiki status`` prints: ``status()`` with the process, each profile's missing services and
+        errors, the runtimes alive and the readiness (``ishiki_host.host.report``)."""
+        assert self.observability is not None, "enter the host first"
+        return self.observability.report()
 
     # -- entering and leaving ---------------------------------------------------------------------------
 
@@ -186,7 +214,9 @@ class Host:
         log_config_problems(config)
         host = config.host
         grace = self._grace if self._grace is not None else host.shutdown_grace_seconds
-        self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root, self._model_listeners)
+        observed = self.observability = HostObservability(self, host)
+        listeners = (*observed.call_listeners(), *self._model_listeners)
+        self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root, listeners)
         self._gateways.build(config)
         self.services.timezone = host.timezone
         await self.memory.open(host.data_dir, host.memory, self.services)
@@ -201,11 +231,17 @@ class Host:
             seed=self.seed,
             shutdown_grace=grace,
             commands=builtin_commands(),
+            turn_listeners=observed.turn_listeners(),
+            syncer=observed.syncer(),
+            channels=lambda: self.channels.status(),
         )
         tg = self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         self.http = HttpIngress(host.http)
         await tg.start(self.http.run)  # bound before any channel mounts on it
         self._channels = ChannelSet(self, tg)
+        await observed.start(tg, self._stack)
+        self._host_plugins = HostPluginSet(self, tg)
+        await self._host_plugins.reconcile()  # after the HTTP server they mount on, before the channels
         for state in config.profiles:
             log_profile_state(state)
             if state.state == "ready" and state.profile is not None:
@@ -217,6 +253,7 @@ class Host:
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
         if interval > 0:
             tg.start_soon(watch, self.clock, interval, self._snapshot, self.reload, await self._snapshot(), self._tick)
+        self._running = True
 
     def _spawn(self, fn: Callable[[], Awaitable[object]], name: str) -> None:
         """Host-wide work of a plugin (``HostServices.spawn``), in the host's task group."""
@@ -242,7 +279,10 @@ class Host:
                     tg.start_soon(self._stop_route, route, "shutdown")
             if self._channels is not None:
                 self._channels.stop_all()
-                self._channels.tg.cancel_scope.cancel()
+            if self._host_plugins is not None:
+                await self._host_plugins.aclose()  # their mounts are given back before the HTTP server stops
+            if self._tg is not None:
+                self._tg.cancel_scope.cancel()
         await self._stack.aclose()  # leaves the host's task group (entered at the same nesting level)
         with anyio.CancelScope(shield=True):
             await self.memory.aclose()
@@ -315,6 +355,7 @@ class Host:
                 if self.deactivate(pid, "removed"):
                     logger.info("profile %s was removed; its runtimes stop", pid)
                     report.stopped.append(pid)
+            await self.host_plugins.reconcile()
             await self.channels.reconcile()
             if self.heartbeats is not None:  # targets may have gained or lost their profile
                 await self.heartbeats.poll(force=True)
@@ -325,7 +366,8 @@ class Host:
         for route in self.routes:
             route.idle_seconds = new.host.runtime_idle_seconds
         fixed = (
-            "data_dir", "fsync", "log_level", "shutdown_grace_seconds", "reload_interval_seconds", "timezone", "http",
+            "data_dir", "fsync", "log_level", "log_format", "shutdown_grace_seconds", "reload_interval_seconds",
+            "timezone", "http",
         )  # fmt: skip
         changed = [name for name in fixed if getattr(old.host, name) != getattr(new.host, name)]
         if changed:
@@ -356,9 +398,11 @@ class Host:
             self._resumed.set()
 
     async def _tick(self) -> None:
-        """Every reload tick: sync ``heartbeats.json`` if it changed."""
+        """Every reload tick: sync ``heartbeats.json`` if it changed; write the usage counts when due."""
         if self.heartbeats is not None:
             await self.heartbeats.poll()
+        if self.observability is not None:
+            self.observability.tick()
 
     async def _snapshot(self) -> Snapshot:
         await self.memory.poll()  # each reload tick: skills are synced on their own, without a full reload

@@ -197,7 +197,7 @@ class ChannelSet:
         return list(self._supervisors.values())
 
     def status(self) -> dict[str, Any]:
-        """Each supervisor's state, restarts and last error, and what its connection reports of itself
+        """Each supervisor's state, restarts, errors and last error, and what its connection reports of itself
         (``connection``: its optional ``status()``, e.g. the Telegram channel's updates set aside). A channel
         that failed for good (a refused token) or finished stays listed, with its error, until its account
         changes."""
@@ -207,11 +207,29 @@ class ChannelSet:
                 "state": s.state,
                 "sid": s.sid,
                 "restarts": s.restarts,
+                "errors": s.errors,
                 "error": s.last_error,
                 "connection": s.connection_status(),
             }
             for s in supervisors.values()
         }
+
+    def not_up(self) -> list[str]:
+        """Why the channels of the active profiles are not all up (``/readyz``): each account whose connection
+        does not run, with its last error, and each claimed platform of which no account can start. A
+        connection that finished (the console at the end of its input) ended on purpose and is not counted."""
+        wanted = self._wanted()
+        problems: list[str] = []
+        for key, spec in sorted(wanted.items(), key=lambda item: item[0]):
+            supervisor = self._supervisors.get(key) or self._finished.get(key)
+            if supervisor is None:
+                problems.append(f"channel {spec.label} has not started")
+            elif supervisor.state not in ("running", "finished"):
+                error = f": {supervisor.last_error}" if supervisor.last_error else ""
+                problems.append(f"channel {spec.label} is {supervisor.state}{error}")
+        for platform in sorted({sid.partition(":")[0] for sid in self.host.routes.sids()} - {p for p, _ in wanted}):
+            problems.append(f"profiles claim {platform} channels, but no {platform} account can start (see the log)")
+        return problems
 
     def stop_all(self) -> None:
         """Stop every supervisor."""

@@ -6,7 +6,7 @@ the import of its module. The attributes every base shares (``config_schema``, `
 come from ``Plugin`` (``ishiki_host.config.services``); ``config_schema`` is the schema of ``context.<name>``
 (and ``wakeup.<name>``, ``toolcall.<name>``) for engines, of ``extends.<name>.config`` for extensions, of one
 entry of ``channels.<platform>.accounts`` in ``ishiki.yaml`` for channels, and of a provider's extra keys in
-``models.yaml`` for model APIs. Extensions add:
+``models.yaml`` for model APIs, of ``plugins.<name>`` in ``ishiki.yaml`` for host plugins. Extensions add:
 
 - ``default_enabled``: on for every profile unless ``extends.<name>.enable: false``. Honoured only for
   services of the ``ishiki-host`` distribution, so installing a third-party package never changes every
@@ -23,7 +23,8 @@ writes. What they raise is reported as that plugin's error, never a crash of the
 
 The host instantiates the class once and calls ``create`` once per runtime (per account for channels, per
 provider for model APIs). ``Channel`` lives in ``ishiki_host.channels.base`` and ``ModelAPI`` in
-``ishiki_host.gateway.api``, beside the contracts they speak; both are re-exported here.
+``ishiki_host.gateway.api``, beside the contracts they speak, and ``HostPlugin`` (one per host, not per
+runtime: ``create`` per start of the plugin) in ``ishiki_host.plugins.hostplugin``; all are re-exported here.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ishiki_host.channels.base import Channel
 from ishiki_host.config.services import PLUGIN_API_VERSION, Plugin, PluginConfig
 from ishiki_host.gateway.api import ModelAPI
+from ishiki_host.plugins.hostplugin import HostPlugin
 
 if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
@@ -56,6 +58,7 @@ __all__ = [
     "CheckContext",
     "ContextEngine",
     "Extension",
+    "HostPlugin",
     "ModelAPI",
     "Plugin",
     "PluginConfig",
@@ -145,5 +148,6 @@ GROUPS: Mapping[str, type[Plugin]] = {
     "ishiki.ext": Extension,
     "ishiki.channel": Channel,
     "ishiki.provider": ModelAPI,
+    "ishiki.host": HostPlugin,
 }
 """Each entry-point group and the base class its entry points must subclass."""

@@ -174,7 +174,8 @@ class HostView(Protocol):
         ...
 
     async def channel_status(self) -> Sequence[str]:
-        """Lines about the runtime's channel connection: the input it set aside (none while all went well)."""
+        """Lines about the channels: the input the runtime's connection set aside, and the accounts of the
+        profile's platforms that are down, with why (none while all is well)."""
         ...
 
     async def tool_surface(self) -> Sequence[Tool]:

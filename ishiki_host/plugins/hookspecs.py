@@ -111,10 +111,10 @@ def ishiki_turn_finished(runtime: RuntimeContext, outcome: TurnReport) -> None:
 
     ``outcome`` describes the end of the turn (its state, the error when it failed, the ids of the messages it
     sent): a ``TurnReport`` (``ishiki_host.plugins.runtime_api``) with ``turn``, ``status``, ``reason``, ``error``,
-    ``inbound`` (the entries the turn answered), ``sent_ids``, the agent's ``outcome`` and ``trust`` (the level
-    the turn ran at). It runs in the background after the reply was sent (the next turn need not wait for it),
-    so use it for work such as summarizing. An extension switched off with ``/extensions`` is not called. The
-    return value is ignored.
+    ``inbound`` (the entries the turn answered), ``sent_ids``, the agent's ``outcome``, ``trust`` (the level
+    the turn ran at), ``seconds`` (how long it ran) and ``tools`` (the tool calls it made). It runs in the
+    background after the reply was sent (the next turn need not wait for it), so use it for work such as
+    summarizing. An extension switched off with ``/extensions`` is not called. The return value is ignored.
     """
 
 

@@ -103,8 +103,10 @@ class TurnView(Protocol):
 @dataclass(frozen=True)
 class TurnReport:
     """A finished turn: its end (``status``/``reason``/``error``), the inbound messages it answered and the
-    platform ids of what it sent. ``outcome`` is the agent's own ``TurnOutcome``; ``trust`` the level the turn
-    ran at (what it produced is readable at that level and above)."""
+    platform ids of what it sent. ``outcome`` is the agent's own ``TurnOutcome`` (its ``usage``: the tokens of
+    the turn's model calls); ``trust`` the level the turn ran at (what it produced is readable at that level
+    and above). ``seconds`` is how long it ran, by the host's clock, from its start to its end; ``tools`` names
+    the tool calls it made, in order (a tool called twice is named twice)."""
 
     turn: int
     status: TurnStatus
@@ -114,6 +116,8 @@ class TurnReport:
     sent_ids: tuple[str, ...]
     outcome: TurnOutcome
     trust: TrustLevel = "owner"
+    seconds: float = 0.0
+    tools: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -5,7 +5,10 @@
   last error). A model without members (a test model) is shown by name.
 - ``extension_status``: the ``ishiki_status`` lines of the extensions switched on, then which are off.
 - ``channel_status``: what the runtime's channel connection set aside (``setAside`` and ``lastSetAside`` of
-  its optional ``status()``, ``ishiki_host.channels.base``); nothing while it set nothing aside.
+  its optional ``status()``, ``ishiki_host.channels.base``; nothing while it set nothing aside), and each
+  account of a platform the profile claims that is down (failed for good, as with an expired token; crashed;
+  waiting to restart), with its error: a profile that speaks on the console and on WhatsApp says on the
+  console that its WhatsApp number stopped.
 - ``tool_surface``: every tool a turn could be offered before switches and trust filter it (the owner's
   extra tools, the kernel tools, the extensions' tools, ``wait``), as ``/tools`` lists and switches them.
 """
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RuntimeView", "breaker_line", "set_aside_line"]
 
+_DOWN = ("failed", "crashed", "waiting")  # a supervisor's states in which the account takes no input
 logger = logging.getLogger(__name__)
 
 
@@ -68,7 +72,9 @@ class RuntimeView:
         tools: Callable[[], Sequence[Tool]],
         wait: Callable[[], Tool | None],
         connection: Callable[[], ChannelConnection | None] = lambda: None,
+        channels: Callable[[], Mapping[str, Mapping[str, Any]]] = dict,
     ):
+        self._channels = channels
         self._rt = runtime
         self._extensions = extensions
         self._tools = tools
@@ -102,6 +108,10 @@ class RuntimeView:
         return lines
 
     async def channel_status(self) -> Sequence[str]:
+        """What the runtime's connection set aside, then the accounts of the profile's platforms that are down."""
+        return [*self._set_aside(), *self._down()]
+
+    def _set_aside(self) -> list[str]:
         """The inputs the runtime's connection set aside, when it reports any (a cross-mode runtime has no one
         connection: nothing)."""
         report = getattr(self._connection(), "status", None)
@@ -115,6 +125,16 @@ class RuntimeView:
         sid = self._rt.key.sid
         line = set_aside_line(sid, status) if sid is not None and isinstance(status, Mapping) else None
         return [line] if line is not None else []
+
+    def _down(self) -> list[str]:
+        """The accounts of the profile's platforms that are down, with why."""
+        platforms = set(self._rt.profile.claims.platforms())
+        lines = []
+        for label, state in sorted(self._channels().items()):
+            if label.partition("#")[0] in platforms and state.get("state") in _DOWN:
+                error = state.get("error")
+                lines.append(f"channel {label}: {state.get('state')}" + (f" ({error})" if error else ""))
+        return lines
 
     async def tool_surface(self) -> Sequence[Tool]:
         """Every tool a turn could offer before switches and trust filter it."""

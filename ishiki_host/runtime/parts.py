@@ -1,7 +1,8 @@
 """What a runtime is made from: the parts its host shares, and the parts its profile shares.
 
 ``SharedParts`` is shared by every runtime of a host (clock, directories, the channel outlets, other models,
-host-wide services, the host's own commands, the hook catalog of the extension classes it mounted). ``ProfileParts``
+host-wide services, the host's own commands, the hook catalog of the extension classes it mounted, the host's
+turn listeners and the fsync its fact logs use). ``ProfileParts``
 is shared by the runtimes of one profile: the profile, its one model object (never mutated; toolcall engines wrap it
 per runtime) and the provider objects of its engines and extensions, whose ``create`` makes each runtime's
 instances. ``ProviderCache`` keeps one provider object per service and class for the whole host; ``profile_parts``
@@ -24,17 +25,23 @@ from ishiki_host.plugins.services import HostServices
 from ishiki_host.resources import AssetFetchers
 
 if TYPE_CHECKING:
+    from ishiki_host.addresses.keys import RuntimeKey
     from ishiki_host.config.models import ModelsConfig
     from ishiki_host.config.profile_types import EngineChoice, ExtensionUse, Profile
     from ishiki_host.core.clock import Clock
+    from ishiki_host.core.factlog import Syncer
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.plugins.commands import Command
     from ishiki_host.plugins.discovery import PluginRegistry
+    from ishiki_host.plugins.runtime_api import TurnReport
     from ishiki_host.runtime.outbound import Outlets
 
-__all__ = ["EngineUse", "HomeLocks", "ProfileParts", "ProviderCache", "SharedParts", "profile_parts"]
+__all__ = ["EngineUse", "HomeLocks", "ProfileParts", "ProviderCache", "SharedParts", "TurnListener", "profile_parts"]
 
 FsyncPolicy = Literal["always", "turn", "never"]
+TurnListener = Callable[["RuntimeKey", "TurnReport"], None]
+"""Called with every runtime's key and report at each turn's end, on the event loop: it must be quick and never
+block (the host's metrics, usage counts and the log line of an answered message)."""
 
 
 class HomeLocks:
@@ -80,6 +87,10 @@ class SharedParts:
     homes: HomeLocks = field(default_factory=HomeLocks)
     commands: tuple[Command, ...] = ()
     hooks: HookCatalog = field(default_factory=HookCatalog)
+    turn_listeners: tuple[TurnListener, ...] = ()
+    syncer: Syncer | None = None
+    channels: Callable[[], Mapping[str, Mapping[str, Any]]] = dict
+    """The host's channel supervisors by label (``whatsapp#0``): ``state`` and ``error``, for ``/status``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,7 +149,7 @@ class AgentRuntime:
         )
         self._tracker = TurnTracker(
             TrustPolicy(parts.profile.trust), key.sid, self._waiter, self._lifecycle, self._logger,
-            finished=self._turn_finished, closing=apology.turn_ended,
+            finished=self._turn_finished, closing=apology.turn_ended, clock=shared.clock,
         )  # fmt: skip
         self._context = PluginContext(
             key,
@@ -178,6 +178,7 @@ class AgentRuntime:
         view = RuntimeView(
             self._context, self._extensions, self._base_tools, self._wait_tool,
             connection=lambda: shared.outlets.connection(key.sid) if key.sid is not None else None,
+            channels=shared.channels,
         )  # fmt: skip
         self._gate = CommandGate(
             self._context, self._tracker.policy, self._extensions, view, self._notices, shared.commands
@@ -316,7 +317,7 @@ class AgentRuntime:
 
     async def _open(self) -> None:
         parts, shared, clock = self._parts, self._shared, self._shared.clock
-        log = await FactLog.open(self._home / "facts.jsonl", fsync=shared.fsync, clock=clock)
+        log = await FactLog.open(self._home / "facts.jsonl", fsync=shared.fsync, clock=clock, syncer=shared.syncer)
         self._lifecycle.bind_log(log)
         resources = create_runtime_resources(self._home, clock=clock, fetchers=shared.fetchers)
         resources.assets.max_bytes = parts.profile.resources.max_asset_bytes
@@ -444,6 +445,11 @@ class AgentRuntime:
         await self._need_started().agent.continue_(prompt, reason="wait", info=dict(info))
 
     def _turn_finished(self, report: TurnReport, extensions: tuple[str, ...] | None) -> None:
+        for listener in self._shared.turn_listeners:
+            try:
+                listener(self._key, report)
+            except Exception:  # a listener's bug must not take the turn's end handling down
+                self._logger.exception("turn listener %r failed", listener)
         if self._extensions.implements("ishiki_turn_finished"):
             self._lifecycle.background(self._extensions.turn_finished(report, only=extensions))
 

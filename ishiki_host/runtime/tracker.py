@@ -6,8 +6,9 @@ to the pending ones, notes their channel (``last_target``) and counts them for t
 opens a ``TurnState`` with the pending entries (the turn's trust is the lowest of their senders', or the
 runtime's home level without any, lowered to the ceilings of its triggers: see ``runtime.scheduled``), marks it
 as the turn whose work runs, and clears the waiter; ``message.sent`` collects the ids a turn sent. In the
-``close`` phase (after every reaction) the turn's end is handled: ``finished`` gets a ``TurnReport`` (the
-runtime hands it to the extensions in the background), ``closing`` gets it too and is awaited (the apology for
+``close`` phase (after every reaction) the turn's end is handled: ``finished`` gets a ``TurnReport`` (with
+how long the turn ran by ``clock`` and the tools it called; the runtime hands it to the host's turn listeners
+and, in the background, to the extensions), ``closing`` gets it too and is awaited (the apology for
 a failed turn, ``runtime.apology``), the messages the turn never saw go to ``reconsider`` (the wakeup engine),
 and the end is marked handled (what ``settled()`` waits for), also when one of those raised or was cut short.
 A turn that failed because its fact log could not be written stops the runtime (``Lifecycle.log_failed``).
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from ishiki_host.addresses.ids import Target
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.bus import BusEvent, EventBus
+    from ishiki_host.core.clock import Clock
     from ishiki_host.core.entries import Entry
     from ishiki_host.core.tools import TrustLevel
     from ishiki_host.core.turns import Turn, TurnOutcome
@@ -64,8 +66,11 @@ class TurnTracker:
         *,
         finished: Callable[[TurnReport, tuple[str, ...] | None], None],
         closing: Callable[[TurnReport], Awaitable[None] | None] | None = None,
+        clock: Clock | None = None,
     ):
         self.policy = policy
+        self._clock = clock
+        self._run: Turn | None = None
         self._home = TrustPolicy.home_level(sid)
         self._waiter = waiter
         self._activity = activity
@@ -142,7 +147,10 @@ class TurnTracker:
         # A turn with new messages runs at the lowest level among their senders, whatever the home level; a
         # turn another turn scheduled, at most at that turn's level (the ceilings of its triggers).
         base = "owner" if self._pending else self._home
-        self.turn = TurnState(trust=capped(base, ceiling_of(turn.triggers)), number=turn.number)
+        started = self._clock.monotonic() if self._clock is not None else None
+        trust = capped(base, ceiling_of(turn.triggers))
+        self.turn = TurnState(trust=trust, number=turn.number, started_at=started)
+        self._run = turn  # for the tools it called; dropped at its end (see ``TurnState``)
         self.admit_joined()
         enter(self.turn)
         self._waiter.clear()
@@ -167,7 +175,10 @@ class TurnTracker:
             tuple(state.sent),
             outcome,
             state.trust,
+            self._seconds(state),
+            self._tools_called(),
         )
+        self._run = None
         if isinstance(outcome.error, FactLogError):
             self._activity.log_failed(outcome.error)
         self._finished(report, state.extensions)  # its background work still acts on behalf of this turn
@@ -178,6 +189,16 @@ class TurnTracker:
             self._activity.turn_ended()
             return None
         return self._close(closing, unseen)
+
+    def _tools_called(self) -> tuple[str, ...]:
+        """The names of the tool calls of the turn that ends, in order."""
+        run = self._run
+        return () if run is None else tuple(record.call.name for step in run.steps for record in step.calls)
+
+    def _seconds(self, state: TurnState) -> float:
+        if self._clock is None or state.started_at is None:
+            return 0.0
+        return max(0.0, self._clock.monotonic() - state.started_at)
 
     async def _close(self, closing: Awaitable[None] | None, unseen: Sequence[Entry]) -> None:
         try:

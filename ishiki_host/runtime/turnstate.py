@@ -21,6 +21,9 @@ class TurnState:
     """One turn's trust and inbound messages (``number`` is ``None`` between turns).
 
     ``extensions``: the names of the extensions switched on for this turn (``/extensions``), ``None`` for all.
+    ``started_at`` is the clock's monotonic time at its start, for the turn's report. (The agent's live ``Turn``
+    is not kept here: a task started during the turn keeps this state in its context for as long as it lives,
+    and must not keep the turn's steps, requests and results alive with it.)
     """
 
     trust: TrustLevel
@@ -28,6 +31,7 @@ class TurnState:
     inbound: list[Entry] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
     extensions: tuple[str, ...] | None = None
+    started_at: float | None = None
 
     def targets(self) -> set[Target]:
         """The channels the turn's inbound messages came from."""

@@ -9,11 +9,13 @@ One store per data directory, opened by whoever owns the host's lifetime and sha
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from ishiki_host.core.clock import SystemClock
+from ishiki_host.errors import StoreError
 from ishiki_host.store.db import Database
 from ishiki_host.store.repos.heartbeats import HeartbeatRepo
 from ishiki_host.store.repos.images import ImagesRepo
@@ -21,15 +23,18 @@ from ishiki_host.store.repos.memories import MemoriesRepo
 from ishiki_host.store.repos.plugin_settings import PluginSettingsRepo
 from ishiki_host.store.repos.sessions import SessionsRepo
 from ishiki_host.store.repos.skills import LearnedSkillsRepo
+from ishiki_host.store.repos.usage import UsageRepo
 
 if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
 
 __all__ = ["MemoryStore"]
 
+logger = logging.getLogger("ishiki_host.store")
+
 
 class MemoryStore:
-    """The memory database: sessions, memories, images, learned skills, heartbeats, plugin settings."""
+    """The memory database: sessions, memories, images, learned skills, heartbeats, plugin settings, usage."""
 
     def __init__(self, db: Database, clock: Clock):
         self.db = db
@@ -40,6 +45,7 @@ class MemoryStore:
         self.skills = LearnedSkillsRepo(db, clock)
         self.heartbeats = HeartbeatRepo(db, clock)
         self.plugin_settings = PluginSettingsRepo(db, clock)
+        self.usage = UsageRepo(db)
 
     @classmethod
     async def open(cls, path: str | Path, *, clock: Clock | None = None, check: bool = True) -> MemoryStore:
@@ -56,7 +62,12 @@ class MemoryStore:
         return await self.db.integrity_problems()
 
     async def aclose(self) -> None:
-        """Close the database (idempotent)."""
+        """Write the usage counts still in memory, then close the database (idempotent)."""
+        if not self.db.closed:
+            try:
+                await self.usage.flush()
+            except StoreError as exc:  # the counts of the last seconds are lost; the close must still happen
+                logger.error("usage: could not write the last counts: %s", exc)
         await self.db.aclose()
 
     async def __aenter__(self) -> MemoryStore:

@@ -64,6 +64,38 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX memory_links_by_value ON memory_links (kind, value, memory_id)",
         ),
     ),
+    Migration(
+        4,
+        "usage_calls, usage_tools: model calls, tokens and tool calls per hour, profile, channel, model or tool",
+        # Hourly counters, not one row per call: /usage and `ishiki usage` sum a few rows per hour and key.
+        (
+            """
+            CREATE TABLE usage_calls (
+                day TEXT NOT NULL CHECK (length(day) = 10),
+                hour INTEGER NOT NULL CHECK (hour BETWEEN 0 AND 23),
+                profile TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                model TEXT NOT NULL,
+                calls INTEGER NOT NULL DEFAULT 0 CHECK (calls >= 0),
+                failures INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0),
+                input_tokens INTEGER NOT NULL DEFAULT 0 CHECK (input_tokens >= 0),
+                output_tokens INTEGER NOT NULL DEFAULT 0 CHECK (output_tokens >= 0),
+                PRIMARY KEY (day, hour, profile, channel, model)
+            ) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE usage_tools (
+                day TEXT NOT NULL CHECK (length(day) = 10),
+                hour INTEGER NOT NULL CHECK (hour BETWEEN 0 AND 23),
+                profile TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                tool TEXT NOT NULL,
+                calls INTEGER NOT NULL DEFAULT 0 CHECK (calls >= 0),
+                PRIMARY KEY (day, hour, profile, channel, tool)
+            ) WITHOUT ROWID
+            """,
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -19,7 +19,8 @@ provider objects (``EveryMessageWakeup()``, or an ``EngineUse`` with a config) w
 instances, as a host would; they also take an instance made for the test, or a factory of one called with the
 context. ``mount_engines(context=, toolcall=)`` does the same for instances made after the harness exists, before it
 is entered. ``services`` is the ``HostServices`` the runtime shares (give several harnesses one to share it as the
-runtimes of one host do); ``config_dir`` the config directory it sees. Work given to ``spawn`` runs in the runtime;
+runtimes of one host do); ``config_dir`` the config directory it sees; ``turn_listeners`` get every turn's key
+and report, as a host's metrics do (``SharedParts.turn_listeners``). Work given to ``spawn`` runs in the runtime;
 ``await rt.settle()`` waits for it (wrap it in a deadline). A profile in cross mode gives the runtime the cross key
 (``<profile>/main``). Leaving the block stops the runtime like a host would: turns end, every extension's
 ``ishiki_stop`` and dispose run, the log is closed. ``rt.expect()`` opens an expectation block: messages received
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     from ishiki_host.jsontypes import Json
     from ishiki_host.plugins.runtime_api import RuntimeContext, TurnView
     from ishiki_host.resources import ResourceCenter
-    from ishiki_host.runtime.parts import FsyncPolicy
+    from ishiki_host.runtime.parts import FsyncPolicy, TurnListener
     from ishiki_host.sessions.manager import Sessions
 
 __all__ = ["Creates", "RuntimeHarness"]
@@ -139,6 +140,7 @@ class RuntimeHarness(AgentRuntime):
         accepts_images: bool = False,
         shutdown_grace: float = 10.0,
         fsync: FsyncPolicy = "turn",
+        turn_listeners: Sequence[TurnListener] = (),
     ):
         home = Path(home)
         profile = profile or Profile(
@@ -160,6 +162,7 @@ class RuntimeHarness(AgentRuntime):
             shutdown_grace=shutdown_grace,
             fsync=fsync,
             commands=builtin_commands(),
+            turn_listeners=tuple(turn_listeners),
         )
         parts = ProfileParts(
             profile=profile,

@@ -75,7 +75,7 @@ async def test_a_webhook_is_answered_once_its_message_is_durable_and_the_persona
     assert recorded == ["hello"]
     assert connection.texts() == ["hi from ana"]
     assert status["state"] == "running"
-    assert status["mounts"] == ["/hooks/hook/main"]
+    assert status["mounts"] == ["/hooks/hook/main", "/metrics", "/readyz"]  # the host mounts its own two
     assert status["publicUrl"] == "https://bot.example.com"
 
 
@@ -86,6 +86,20 @@ async def test_a_webhook_channel_on_a_host_without_http_fails_once_saying_what_t
     assert channel["state"] == "failed"
     assert "set http.listen in ishiki.yaml" in channel["error"]
     assert status["http"]["state"] == "off"
+
+
+async def test_status_in_another_channel_says_which_account_of_the_profile_is_down(make_host: MakeHost) -> None:
+    claims = "fake:bot: ['*']\nhook:bot: ['*']"
+    host = host_file("").replace("channels:\n", "channels:\n  fake:\n    accounts: [{self_id: bot}]\n")
+    async with make_host(profiles={"ana": profile_yaml(claims)}, host=host, plugins=PLUGINS) as th:
+        console = th.channel()
+        await console.say("/status")
+        lines = console.texts()[-1].splitlines()
+    down = [line for line in lines if line.startswith("channel ")]
+    assert down == [
+        "channel hook#0: failed (IngressError: cannot serve /hooks/hook/main: the host serves no HTTP: set "
+        "http.listen in ishiki.yaml (e.g. 127.0.0.1:8080))"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,12 @@ from ishiki_host.errors import ScaffoldError
 from ishiki_host.plugins.base import GROUPS
 from ishiki_host.scaffold import KINDS, plugin_names
 
+# Groups ``ishiki new plugin`` has no template for yet (docs/plugins/host.md is the worked example meanwhile).
+UNSCAFFOLDED = {"ishiki.host"}
+
 
 def test_every_group_has_a_kind_whose_base_is_the_groups_base_class() -> None:
-    assert {kind.group for kind in KINDS.values()} == set(GROUPS)
+    assert {kind.group for kind in KINDS.values()} == set(GROUPS) - UNSCAFFOLDED
     assert all(GROUPS[kind.group].__name__ == kind.base for kind in KINDS.values())
     assert tuple(KINDS) == new._KINDS
 

@@ -54,7 +54,7 @@ async def test_a_message_by_webhook_is_answered_in_its_chat(bot_host, telegram_s
     assert inbound(th.root, "private:42") == ["hello bot"]
     assert telegram_server.webhook_url == f"{PUBLIC_URL}/hooks/telegram/0"
     assert telegram_server.count("getUpdates") == 0
-    assert status["http"]["mounts"] == ["/hooks/telegram/0"]
+    assert "/hooks/telegram/0" in status["http"]["mounts"]  # beside the host's own /metrics and /readyz
     assert status["channels"]["telegram#0"]["connection"]["mode"] == "webhook"
 
 

@@ -1,0 +1,312 @@
+"""The host's side of host plugins (group ``ishiki.host``): their context, their supervision, and the set the
+host starts, reloads and stops (the contract is ``ishiki_host.plugins.hostplugin``).
+
+``HostPluginSupervisor`` runs one plugin as ``ChannelSupervisor`` runs a connection: ``create`` an instance,
+``tg.start`` its ``run`` (readiness within ``start_timeout``), restart it after a back-off when it crashes
+(doubling from 1 s to 60 s, jittered, on the host's clock). A fatal error (``HostPluginError`` whose ``fatal``
+is true, a fatal ``ChannelError`` such as ``IngressError``, a ``ConfigError``) is logged once without a
+traceback and the plugin stays stopped; a passing one (``HostPluginUnavailable``) is one line and a restart;
+anything else is logged with its traceback and restarted. A ``run`` that returns has finished.
+
+``HostPluginSet`` starts the plugins of ``plugins`` in ``ishiki.yaml`` side by side, and on reload stops
+those removed and restarts those whose block (or installed class) changed. Each stop is awaited before its
+plugin starts again or the host's HTTP server stops, so a plugin's mount is always given back first. A plugin
+that failed or finished stays listed, with its error, until its block changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ishiki_host.addresses.keys import escape_segment
+from ishiki_host.config.services import HOST_GROUP, service_name
+from ishiki_host.errors import ChannelError, ConfigError, HostPluginError, HostPluginUnavailable, IngressError
+from ishiki_host.host.connections import STABLE_SECONDS, START_TIMEOUT, backoff_delay, single_error
+from ishiki_host.host.report import profile_statuses
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup, TaskStatus
+
+    from ishiki_host.core.clock import Clock
+    from ishiki_host.host.host import Host
+    from ishiki_host.ingress.types import HttpMount
+    from ishiki_host.jsontypes import Json
+    from ishiki_host.plugins.hostplugin import HostPluginInstance, ProfileStatus
+    from ishiki_host.plugins.services import HostServices
+
+__all__ = ["RESERVED_PREFIXES", "STOP_SECONDS", "HostPluginContextImpl", "HostPluginSet", "HostPluginSupervisor"]
+
+logger = logging.getLogger("ishiki_host.hostplugins")
+
+STOP_SECONDS = 10.0
+"""How long a stopping plugin may take to give back its mount before the host goes on without waiting."""
+
+RESERVED_PREFIXES = frozenset({"/hooks", "/healthz", "/readyz", "/metrics"})
+"""Paths of the host's own (channels' webhooks, health, readiness, metrics) that no plugin may mount."""
+
+
+class HostPluginContextImpl:
+    """The ``HostPluginContext`` one plugin is created with (documented there); the host gives it what each
+    member reads, never itself."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        clock: Clock,
+        state_dir: Path,
+        services: HostServices,
+        http_mount: Callable[[str], HttpMount],
+        status: Callable[[], Mapping[str, Json]],
+        profiles: Callable[[], tuple[ProfileStatus, ...]],
+        request_reload: Callable[[str], None],
+    ):
+        self._name = name
+        self._clock = clock
+        self._state_dir = state_dir
+        self._services = services
+        self._http_mount = http_mount
+        self._status = status
+        self._profiles = profiles
+        self._request_reload = request_reload
+        self._logger = logging.getLogger(f"ishiki_host.hostplugin.{name}")
+
+    @property
+    def name(self) -> str:
+        """The plugin's entry-point name."""
+        return self._name
+
+    @property
+    def clock(self) -> Clock:
+        """The host's clock."""
+        return self._clock
+
+    @property
+    def logger(self) -> logging.Logger:
+        """The plugin's logger."""
+        return self._logger
+
+    @property
+    def state_dir(self) -> Path:
+        """``<data_dir>/plugins/<name>``, created on first access."""
+        self._state_dir.mkdir(parents=True, exist_ok=True)
+        return self._state_dir
+
+    @property
+    def services(self) -> HostServices:
+        """The host's shared services."""
+        return self._services
+
+    def http_mount(self) -> HttpMount:
+        """A mount at ``/<name>``; ``IngressError`` for a name whose path is the host's own."""
+        prefix = f"/{self._name}"
+        if prefix in RESERVED_PREFIXES:
+            raise IngressError(f"cannot serve {prefix}: the host serves that path itself")
+        return self._http_mount(prefix)
+
+    def status(self) -> Mapping[str, Json]:
+        """The host's report (``ishiki status --json``)."""
+        return self._status()
+
+    def profiles(self) -> tuple[ProfileStatus, ...]:
+        """Every profile directory and its runtimes alive."""
+        return self._profiles()
+
+    def request_reload(self) -> None:
+        """Ask the host for a reload in its own task."""
+        self._request_reload(self._name)
+
+
+class HostPluginSupervisor:
+    """Runs and restarts one host plugin (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        config: Mapping[str, Any],
+        provider: Any,
+        context: HostPluginContextImpl,
+        clock: Clock,
+        rng: random.Random,
+        *,
+        start_timeout: float = START_TIMEOUT,
+    ):
+        self.name = name
+        self.config = config
+        self.provider = provider
+        self.context = context
+        self.clock = clock
+        self.rng = rng
+        self.start_timeout = start_timeout
+        self.scope = anyio.CancelScope()
+        self.ended = anyio.Event()
+        self.instance: HostPluginInstance | None = None
+        self.state = "new"
+        self.restarts = 0
+        self.errors = 0  # lives of the plugin that ended in an exception
+        self.last_error: str | None = None
+
+    def stop(self) -> None:
+        """Stop the plugin (and any restart); ``ended`` is set once its ``run`` has returned."""
+        self.scope.cancel()
+
+    def status(self) -> dict[str, Json]:
+        """``state``, ``restarts``, ``errors`` and the last ``error`` (``Host.status()["plugins"][name]``)."""
+        return {"state": self.state, "restarts": self.restarts, "errors": self.errors, "error": self.last_error}
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run until stopped, finished or failed for good; ready once the first life is up (or has failed)."""
+        reported = False
+
+        def report() -> None:
+            nonlocal reported
+            if not reported:
+                reported = True
+                task_status.started()
+
+        try:
+            with self.scope:
+                await self._lives(report)
+            report()
+        finally:
+            if self.state in ("running", "waiting", "crashed", "new"):
+                self.state = "stopped"
+            self.ended.set()
+
+    async def _lives(self, report: Callable[[], None]) -> None:
+        attempt = 0
+        while True:
+            started = await self._attempt(report)
+            report()
+            if self.state in ("finished", "failed"):
+                return
+            if started is not None and self.clock.monotonic() - started >= STABLE_SECONDS:
+                attempt = 0
+            delay = backoff_delay(attempt, self.rng)
+            attempt += 1
+            self.restarts += 1
+            logger.warning("host plugin %s is down (%s); restarting in %.1f s", self.name, self.last_error, delay)
+            self.state = "waiting"
+            await self.clock.sleep(delay)
+
+    async def _attempt(self, report: Callable[[], None]) -> float | None:
+        """One life of the plugin; returns when it started (``None`` if it never did)."""
+        started: float | None = None
+        try:
+            instance = self.instance = self.provider.create(self.context, self.config)
+            async with anyio.create_task_group() as tg:
+                with anyio.move_on_after(self.start_timeout) as starting:
+                    await tg.start(instance.run)
+                if starting.cancelled_caught:
+                    raise HostPluginUnavailable(f"not ready within {self.start_timeout:g} s")
+                started = self.clock.monotonic()
+                self.state = "running"
+                logger.info("host plugin %s is up", self.name)
+                report()
+        except Exception as exc:
+            self._failed(single_error(exc))
+        else:
+            self.state = "finished"
+            logger.info("host plugin %s finished", self.name)
+        return started
+
+    def _failed(self, error: BaseException) -> None:
+        self.errors += 1
+        self.last_error = f"{type(error).__name__}: {error}"
+        if isinstance(error, ConfigError) or (isinstance(error, HostPluginError | ChannelError) and error.fatal):
+            self.state = "failed"  # the operator's to fix: no restart loop
+            logger.error("host plugin %s failed: %s (not restarted)", self.name, self.last_error)
+        elif isinstance(error, HostPluginError | ChannelError):
+            self.state = "crashed"  # a passing trouble the plugin explained: the restart line says it
+        else:
+            self.state = "crashed"
+            logger.error("host plugin %s crashed", self.name, exc_info=error)
+
+
+class HostPluginSet:
+    """The host plugins of a host (see the module docstring)."""
+
+    def __init__(self, host: Host, tg: TaskGroup):
+        self.host = host
+        self.tg = tg
+        self._supervisors: dict[str, HostPluginSupervisor] = {}
+        self._warned: set[str] = set()
+
+    def status(self) -> dict[str, Json]:
+        """Each plugin's supervisor state, restarts, errors and last error, by name."""
+        return {name: s.status() for name, s in sorted(self._supervisors.items())}
+
+    def supervisor(self, name: str) -> HostPluginSupervisor | None:
+        """The supervisor of plugin ``name``, if it was started."""
+        return self._supervisors.get(name)
+
+    async def reconcile(self) -> None:
+        """Stop, restart and start plugins to match ``plugins`` of ``ishiki.yaml`` (stops awaited first)."""
+        wanted = self._wanted()
+        stopping = []
+        for name, supervisor in list(self._supervisors.items()):
+            now = wanted.get(name)
+            if now is None or now != (supervisor.config, supervisor.provider):
+                logger.info("host plugin %s stops (removed from ishiki.yaml, or its block changed)", name)
+                stopping.append(self._supervisors.pop(name))
+        await _stopped(stopping)
+        starting = []
+        for name, (config, provider) in wanted.items():
+            if name not in self._supervisors:
+                self._supervisors[name] = supervisor = self._supervisor(name, config, provider)
+                starting.append(supervisor)
+        async with anyio.create_task_group() as tg:  # side by side: a plugin slow to start holds up no other
+            for supervisor in starting:
+                tg.start_soon(self.tg.start, supervisor.run)
+
+    async def aclose(self) -> None:
+        """Stop every plugin and wait (at most ``STOP_SECONDS``) until each has given back what it holds."""
+        supervisors = list(self._supervisors.values())
+        self._supervisors.clear()
+        await _stopped(supervisors)
+
+    def _wanted(self) -> dict[str, tuple[Mapping[str, Any], Any]]:
+        config = self.host.config
+        wanted: dict[str, tuple[Mapping[str, Any], Any]] = {}
+        for name, block in config.host.plugins.items():
+            try:
+                wanted[name] = (block, self.host.providers.get(config.registry, service_name(HOST_GROUP, name)))
+            except ConfigError as exc:  # ``ishiki.yaml`` was checked against another registry (a test's)
+                if name not in self._warned:
+                    self._warned.add(name)
+                    logger.warning("host plugin %s cannot start: %s", name, exc)
+        return wanted
+
+    def _supervisor(self, name: str, config: Mapping[str, Any], provider: Any) -> HostPluginSupervisor:
+        host = self.host
+        context = HostPluginContextImpl(
+            name=name,
+            clock=host.clock,
+            state_dir=Path(host.config.host.data_dir, "plugins", escape_segment(name)),
+            services=host.services,
+            http_mount=host.http.mount,
+            status=host.report,
+            profiles=lambda: profile_statuses(host),
+            request_reload=self._reload_for,
+        )
+        rng = random.Random(None if host.seed is None else f"{host.seed}/plugin/{name}")
+        return HostPluginSupervisor(name, config, provider, context, host.clock, rng)
+
+    def _reload_for(self, name: str) -> None:
+        logger.info("host plugin %s asks for a reload", name)
+        self.host.services.spawn(self.host.reload, name=f"reload asked by host plugin {name}")
+
+
+async def _stopped(supervisors: list[HostPluginSupervisor]) -> None:
+    """Stop ``supervisors`` and wait until their ``run`` returned, at most ``STOP_SECONDS`` (real time)."""
+    for supervisor in supervisors:
+        supervisor.stop()
+    with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_SECONDS):
+        for supervisor in supervisors:
+            await supervisor.ended.wait()
