@@ -4,10 +4,12 @@ This module is the public face plugins are written against; everything under it 
 engine, an extension, a model API or a host plugin needs nothing else: the plugin base classes and
 ``hookimpl``, the contract of a runtime (``RuntimeContext``, ``HostServices``, ``Sessions``, ``Command``,
 ``Reminders``), the channel contract (``ChannelHost``, ``IshikiEvent``, ``SendResult``, ``split_message``), the
-host-plugin contract (``HostPluginContext``, ``HostPluginInstance``, ``ProfileStatus``, ``HttpMount``), the
-agent core (messages, models, tools, hooks, the fact log), resources, the model-API helpers and the config
-loaders. Test helpers are ``ishiki_host.testing``; errors are ``ishiki_host.errors``. ``__all__`` is exact and
-sorted, and every name's ``__module__`` is ``ishiki_host`` (tests keep both so); see ``docs/plugins.md``.
+host-plugin contract (``HostPluginContext``, ``HostPluginInstance``, ``ProfileStatus``), the HTTP ingress a
+webhook channel or a host plugin serves on (``HttpMount``, ``HttpRequest``, ``HttpResponse``, ``HttpStream``,
+``sse_event``), the agent core (messages, models, tools, hooks, the fact log), resources, the model-API helpers
+and the config loaders. Test helpers are ``ishiki_host.testing``; errors are ``ishiki_host.errors``. ``__all__``
+is exact and sorted, and every name's ``__module__`` is ``ishiki_host`` (tests keep both so); see
+``docs/plugins.md``.
 """
 
 import types
@@ -64,7 +66,7 @@ from ishiki_host.core.window import project_entries, select_session_window
 from ishiki_host.gateway.api import ModelAPI, ProviderClient
 from ishiki_host.gateway.attribution import usage_purpose
 from ishiki_host.gateway.classify import classify_http, classify_transport, malformed
-from ishiki_host.ingress.types import HttpHandler, HttpMount, HttpRequest, HttpResponse
+from ishiki_host.ingress.types import HttpHandler, HttpMount, HttpRequest, HttpResponse, HttpStream, sse_event
 from ishiki_host.jsontypes import Json
 from ishiki_host.plugins.base import CheckContext, ContextEngine, Extension, ToolcallEngine, WakeupEngine
 from ishiki_host.plugins.commands import Command, CommandContext, CommandHandler, CommandTable, HostView
@@ -145,6 +147,7 @@ __all__ = [
     "HttpMount",
     "HttpRequest",
     "HttpResponse",
+    "HttpStream",
     "ImagePart",
     "InboundAttachment",
     "IshikiEvent",
@@ -255,6 +258,7 @@ __all__ = [
     "select_session_window",
     "source_target",
     "split_message",
+    "sse_event",
     "summary_readers",
     "trust_allows",
     "usage_purpose",

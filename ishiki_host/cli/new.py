@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = ["register", "run_plugin", "run_profile"]
 
-_KINDS = ("context", "wakeup", "toolcall", "extension", "channel", "provider")
+_KINDS = ("context", "wakeup", "toolcall", "extension", "channel", "provider", "host")
 
 
 def register(subparsers: Any) -> None:

@@ -29,6 +29,7 @@ from ishiki_host.config.services import HOST_GROUP, service_name
 from ishiki_host.errors import ChannelError, ConfigError, HostPluginError, HostPluginUnavailable, IngressError
 from ishiki_host.host.connections import STABLE_SECONDS, START_TIMEOUT, backoff_delay, single_error
 from ishiki_host.host.report import profile_statuses
+from ishiki_host.plugins.hostplugin import RESERVED_PREFIXES
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
@@ -40,15 +41,12 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.hostplugin import HostPluginInstance, ProfileStatus
     from ishiki_host.plugins.services import HostServices
 
-__all__ = ["RESERVED_PREFIXES", "STOP_SECONDS", "HostPluginContextImpl", "HostPluginSet", "HostPluginSupervisor"]
+__all__ = ["STOP_SECONDS", "HostPluginContextImpl", "HostPluginSet", "HostPluginSupervisor"]
 
 logger = logging.getLogger("ishiki_host.hostplugins")
 
 STOP_SECONDS = 10.0
 """How long a stopping plugin may take to give back its mount before the host goes on without waiting."""
-
-RESERVED_PREFIXES = frozenset({"/hooks", "/healthz", "/readyz", "/metrics"})
-"""Paths of the host's own (channels' webhooks, health, readiness, metrics) that no plugin may mount."""
 
 
 class HostPluginContextImpl:

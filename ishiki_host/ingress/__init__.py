@@ -3,7 +3,7 @@ routes under a prefix of their own (``ishiki_host.ingress.types`` is what they s
 
 from ishiki_host.ingress.mounts import Mount, MountTable
 from ishiki_host.ingress.server import HttpIngress
-from ishiki_host.ingress.types import HttpHandler, HttpMount, HttpRequest, HttpResponse
+from ishiki_host.ingress.types import HttpHandler, HttpMount, HttpRequest, HttpResponse, HttpStream, sse_event
 
 __all__ = [
     "HttpHandler",
@@ -11,6 +11,8 @@ __all__ = [
     "HttpMount",
     "HttpRequest",
     "HttpResponse",
+    "HttpStream",
     "Mount",
     "MountTable",
+    "sse_event",
 ]

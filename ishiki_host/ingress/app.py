@@ -1,5 +1,6 @@
 """The ASGI application of the host's HTTP server: find the route, read the body within its cap, run the
-handler under its deadline, and answer what the handler cannot (``ingress.types`` lists those answers).
+handler under its deadline, and answer what the handler cannot (``ingress.types`` lists those answers). A
+handler's ``HttpStream`` is sent after the deadline, by ``ingress.streams``.
 
 Starlette parses the request (headers, query, client) and writes the response; the routing is the
 ``MountTable``'s, because mounts come and go with the connections that hold them. ``GET /healthz`` answers
@@ -15,7 +16,8 @@ import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from ishiki_host.ingress.types import HttpRequest, HttpResponse
+from ishiki_host.ingress.streams import OpenStreams, StreamAnswer
+from ishiki_host.ingress.types import HttpRequest, HttpResponse, HttpStream
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -34,11 +36,13 @@ class _TooLarge(Exception):
 
 
 class IngressApp:
-    """The ASGI callable (see the module docstring); ``served`` counts the requests a handler answered."""
+    """The ASGI callable (see the module docstring); ``served`` counts the requests a handler answered, and
+    ``streams`` holds the streams being sent."""
 
     def __init__(self, table: MountTable):
         self._table = table
         self.served = 0
+        self.streams = OpenStreams()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -47,7 +51,7 @@ class IngressApp:
         response = await self._answer(request)
         await response(scope, receive, send)
 
-    async def _answer(self, request: Request) -> Response:
+    async def _answer(self, request: Request) -> Response | StreamAnswer:
         path = request.url.path
         if path == HEALTH_PATH and request.method in ("GET", "HEAD"):
             return Response("ok\n", media_type="text/plain; charset=utf-8")
@@ -65,7 +69,7 @@ class IngressApp:
         logger.warning("%s %s took over %g s; answered 503", request.method, path, route.deadline_seconds)
         return _plain(503, "timed out", {"Retry-After": "5"})
 
-    async def _serve(self, request: Request, path: str, route: Route) -> Response:
+    async def _serve(self, request: Request, path: str, route: Route) -> Response | StreamAnswer:
         try:
             body = await _read_body(request, route.max_body_bytes)
         except _TooLarge:
@@ -87,6 +91,9 @@ class IngressApp:
         except Exception:
             logger.exception("the handler of %s %s failed; answered 500", request.method, request.url.path)
             return _plain(500, "internal error")
+        if isinstance(answer, HttpStream):
+            self.served += 1
+            return StreamAnswer(answer, self.streams, f"{request.method} {request.url.path}")
         if not isinstance(answer, HttpResponse):  # an untyped plugin's mistake: logged, nothing of it answered
             logger.error("the handler of %s %s answered %r, not an HttpResponse", request.method, path, answer)
             return _plain(500, "internal error")

@@ -7,9 +7,11 @@ It then uses uvicorn's ``startup`` and ``shutdown`` around the host's own wait i
 installs SIGINT/SIGTERM handlers of its own (the host's are ``ishiki run``'s) and polls a flag every 0.1 s to
 notice it should stop, where a cancellation of the host's task group is the host's way to say so.
 
-Stopping (the host closes, after its channels stopped and gave back their mounts): the listening socket
-closes, open connections are asked to finish, and requests still running get ``GRACE_SECONDS`` before they
-are cancelled. A webhook cut off this way was never answered 200, so its platform sends it again.
+Stopping (the host closes, after its channels stopped and gave back their mounts): the streams being sent
+end (their producers are closed and each body ends as a complete one, so a browser's ``EventSource`` sees
+the end rather than a reset), the listening socket closes, open connections are asked to finish, and requests
+still running get ``GRACE_SECONDS`` before they are cancelled. A webhook cut off this way was never answered
+200, so its platform sends it again.
 
 A bind that fails (the port is taken, the address is not this machine's) does not stop the host: the error
 is logged once, ``status()`` shows it, and every mount says it in its ``IngressError``.
@@ -72,7 +74,8 @@ class HttpIngress:
         return Mount(prefix, self.table, self.settings, lambda: self.base_url, self._unavailable)
 
     def status(self) -> dict[str, Any]:
-        """``state``, ``listen``, ``address``, ``publicUrl``, the prefixes mounted, requests served, ``error``."""
+        """``state``, ``listen``, ``address``, ``publicUrl``, the prefixes mounted, requests served, streams
+        open, ``error``."""
         return {
             "state": self.state,
             "listen": self.settings.listen_text,
@@ -80,6 +83,7 @@ class HttpIngress:
             "publicUrl": self.settings.public_url,
             "mounts": self.table.prefixes(),
             "served": self.app.served,
+            "streams": len(self.app.streams),
             "error": self.error,
         }
 
@@ -116,6 +120,7 @@ class HttpIngress:
                 await anyio.sleep_forever()
             finally:
                 self.state = "stopped"
+                self.app.streams.stop()  # before uvicorn waits for the connections, which a stream holds open
                 with anyio.CancelScope(shield=True):
                     await server.shutdown(sockets=[sock])
 

@@ -2,9 +2,11 @@
 
 A plugin never imports the server. It asks its host for a mount (a channel: ``ChannelHost.http_mount()``), a
 path prefix of its own such as ``/hooks/whatsapp/0``, and adds routes below it. A handler is an
-``async def (HttpRequest) -> HttpResponse``. The body has already been read in full, within the route's size
-cap, so a signature can be checked over the raw bytes before anything is parsed. The whole request (reading
-the body and the handler) runs under the route's deadline.
+``async def (HttpRequest) -> HttpResponse | HttpStream``. The body has already been read in full, within the
+route's size cap, so a signature can be checked over the raw bytes before anything is parsed. The whole request
+(reading the body and the handler) runs under the route's deadline. An ``HttpStream`` (server-sent events made
+with ``sse_event``, or any chunks) is sent after that, as its chunks come, outside the deadline: an idle stream
+sends its keep-alive chunk instead, and the host ending (a stop) or the client leaving closes its iterator.
 
 What the host answers without asking the handler:
 
@@ -17,7 +19,8 @@ What the host answers without asking the handler:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import re
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Protocol
@@ -27,7 +30,14 @@ __all__ = [
     "HttpMount",
     "HttpRequest",
     "HttpResponse",
+    "HttpStream",
+    "sse_event",
 ]
+
+KEEP_ALIVE_COMMENT = ": keep-alive\n\n"
+"""An SSE comment line: event sources ignore it, and the bytes keep proxies from closing an idle stream."""
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +66,65 @@ class HttpResponse:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
-HttpHandler = Callable[[HttpRequest], Awaitable[HttpResponse]]
-"""A route's handler."""
+@dataclass(frozen=True, slots=True)
+class HttpStream:
+    """A response whose body is sent as ``chunks`` yields it (``str`` as UTF-8), chunked, until they run out.
+
+    The status and headers go out first, once the handler returned. The route's deadline is over by then; the
+    stream has none of its own, as a live view may stay open for hours. Instead, after ``keep_alive_seconds``
+    without a chunk (``None``: never), ``keep_alive_chunk`` is sent, so the proxies between notice a client
+    that left and do not close a quiet stream. The host closes the iterator (``aclose()``: an async
+    generator's ``finally`` runs) when the chunks run out, when the iterator raises (logged; the body ends
+    there), when the client leaves, and when the host stops (the body ends properly, within its grace).
+    ``HttpStream.sse`` makes a stream of server-sent events.
+    """
+
+    chunks: AsyncIterable[bytes | str]
+    status: int = 200
+    media_type: str = "text/plain; charset=utf-8"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    keep_alive_seconds: float | None = None
+    keep_alive_chunk: bytes | str = KEEP_ALIVE_COMMENT
+
+    def __post_init__(self) -> None:
+        if self.keep_alive_seconds is not None and self.keep_alive_seconds <= 0:
+            raise ValueError("HttpStream: keep_alive_seconds must be above 0 (or None for no keep-alive)")
+
+    @classmethod
+    def sse(
+        cls,
+        events: AsyncIterable[str],
+        *,
+        keep_alive_seconds: float | None = 15.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpStream:
+        """Server-sent events: ``events`` yields what ``sse_event`` formats. The media type is
+        ``text/event-stream``; ``Cache-Control: no-cache`` and ``X-Accel-Buffering: no`` keep caches and nginx
+        from holding events back; a ``: keep-alive`` comment goes out every ``keep_alive_seconds`` of quiet.
+        ``headers`` are added (and win)."""
+        sent = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})}
+        return cls(events, 200, "text/event-stream", sent, keep_alive_seconds)
+
+
+def sse_event(data: str, event: str | None = None, id: str | None = None, retry: int | None = None) -> str:
+    """One server-sent event as the HTML spec's ``text/event-stream`` has it: ``event:``, ``id:`` and
+    ``retry:`` (milliseconds before the browser reconnects) when given, a ``data:`` line for each line of
+    ``data`` (so the browser joins them back with ``\\n``), and the blank line that ends the event.
+    ``ValueError`` for an ``event`` or ``id`` with a line break, an ``id`` with NUL, or a negative ``retry``."""
+    if event is not None and _LINE_BREAK.search(event):
+        raise ValueError(f"sse_event: the event name {event!r} holds a line break")
+    if id is not None and (_LINE_BREAK.search(id) or "\x00" in id):
+        raise ValueError(f"sse_event: the id {id!r} holds a line break or NUL")
+    if retry is not None and retry < 0:
+        raise ValueError(f"sse_event: retry is milliseconds, 0 or more (not {retry})")
+    fields = [("event", event), ("id", id), ("retry", None if retry is None else str(retry))]
+    lines = [f"{name}: {value}" for name, value in fields if value is not None]
+    lines += [f"data: {line}" for line in _LINE_BREAK.split(data)]
+    return "\n".join(lines) + "\n\n"
+
+
+HttpHandler = Callable[[HttpRequest], Awaitable[HttpResponse | HttpStream]]
+"""A route's handler: a whole response, or a stream."""
 
 
 class HttpMount(Protocol):

@@ -38,7 +38,11 @@ if TYPE_CHECKING:
     from ishiki_host.ingress.types import HttpMount
     from ishiki_host.plugins.services import HostServices
 
-__all__ = ["HostPlugin", "HostPluginContext", "HostPluginInstance", "ProfileStatus"]
+__all__ = ["RESERVED_PREFIXES", "HostPlugin", "HostPluginContext", "HostPluginInstance", "ProfileStatus"]
+
+RESERVED_PREFIXES = frozenset({"/hooks", "/healthz", "/readyz", "/metrics"})
+"""Paths of the host's own (channels' webhooks, health, readiness, metrics) that no host plugin may mount: a
+plugin is served at ``/<name>``, so these names are refused (by the host, its test context and the scaffold)."""
 
 
 @dataclass(frozen=True, slots=True)

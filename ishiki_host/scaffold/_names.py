@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ishiki_host.errors import ScaffoldError
+from ishiki_host.plugins.hostplugin import RESERVED_PREFIXES
 
 __all__ = ["KINDS", "PluginKind", "PluginNames", "name_problem", "plugin_names"]
 
@@ -60,6 +61,7 @@ KINDS: Mapping[str, PluginKind] = {
         PluginKind("extension", "ishiki.ext", "Extension", "ext", "Extension", "extension", "an extension"),
         PluginKind("channel", "ishiki.channel", "Channel", "channel", "Channel", "channel", "a channel"),
         PluginKind("provider", "ishiki.provider", "ModelAPI", "provider", "API", "api", "a model API"),
+        PluginKind("host", "ishiki.host", "HostPlugin", "host", "Plugin", "plugin", "a host plugin"),
     )
 }
 """Every kind ``ishiki new plugin`` writes, by the word used on the command line."""
@@ -95,6 +97,8 @@ def plugin_names(kind: str, name: str) -> PluginNames:
     if problem:
         raise ScaffoldError(f"bad plugin name {name!r}: {problem}")
     spec = KINDS[kind]
+    if spec.group == "ishiki.host":
+        _check_mount(name)
     identifier = name.replace("-", "_")
     words = identifier.split("_")
     return PluginNames(
@@ -105,6 +109,14 @@ def plugin_names(kind: str, name: str) -> PluginNames:
         package=f"ishiki_{spec.prefix}_{identifier}",
         class_name="".join(w.capitalize() for w in words) + spec.suffix,
     )
+
+
+def _check_mount(name: str) -> None:
+    """A host plugin is served at ``/<name>``: refuse a name whose path is the host's own."""
+    if f"/{name}" in RESERVED_PREFIXES:
+        raise ScaffoldError(
+            f"bad plugin name {name!r}: the host serves /{name} itself, and a host plugin is served there"
+        )
 
 
 def name_problem(name: str) -> str | None:

@@ -25,6 +25,10 @@ _SUFFIX = ".tmpl"
 _EXTRA_DEPENDENCIES: Mapping[str, tuple[str, ...]] = {
     "channel": ("anyio>=4.4", "httpx>=0.27,<1"),
     "provider": ("httpx>=0.27,<1",),
+    "host": ("anyio>=4.4",),
+}
+_TEST_DEPENDENCIES: Mapping[str, tuple[str, ...]] = {
+    "host": ("httpx>=0.27,<1",),
 }
 _DESCRIPTIONS: Mapping[str, str] = {
     "context": "decides which facts of the conversation the model sees",
@@ -33,6 +37,7 @@ _DESCRIPTIONS: Mapping[str, str] = {
     "extension": "adds a tool and a section of the system prompt",
     "channel": "connects a chat platform",
     "provider": "speaks a model service's wire protocol",
+    "host": "serves a JSON page of the host's profiles",
 }
 
 
@@ -78,6 +83,7 @@ def _values(names: PluginNames) -> dict[str, str]:
     kind = names.kind
     title = names.class_name.removesuffix(kind.suffix)
     dependencies = (host_requirement(), *_EXTRA_DEPENDENCIES.get(kind.kind, ()))
+    test_dependencies = ("pytest>=8", *_TEST_DEPENDENCIES.get(kind.kind, ()))
     exports = sorted([names.class_name, *_instance_classes(kind.kind, title)])
     values = {
         "name": names.name,
@@ -95,6 +101,7 @@ def _values(names: PluginNames) -> dict[str, str]:
         "summary": kind.summary,
         "description": f"{kind.summary.capitalize()} for Ishiki Host that {_DESCRIPTIONS[kind.kind]}.",
         "dependencies": ", ".join(f'"{d}"' for d in dependencies),
+        "test_dependencies": ", ".join(f'"{d}"' for d in test_dependencies),
         "import_lines": "\n".join(f"    {e}," for e in exports),
         "all_lines": "\n".join(f'    "{e}",' for e in exports),
     }
@@ -117,6 +124,7 @@ def _instance_classes(kind: str, title: str) -> tuple[str, ...]:
         "extension": (title,),
         "channel": (f"{title}Connection",),
         "provider": (f"{title}Client",),
+        "host": (f"{title}Server",),
     }[kind]
 
 

@@ -1,6 +1,7 @@
 """The test kit: stand-in models, loopback fake model servers, the network guard, a fake channel and channel
-host, test engines, the runtime harness and a real Host on a temporary config directory, and the real parts a
-plugin's tests drive (the gateway over a model API, the installed services); see ``docs/testing.md``.
+host, a fake host-plugin context, test engines, the runtime harness and a real Host on a temporary config
+directory, and the real parts a plugin's tests drive (the gateway over a model API, the installed services); see
+``docs/testing.md``.
 
 Everything a plugin's tests need is importable from here (and the plugin itself from ``ishiki_host``); the
 pytest plugin (entry point ``pytest11``) adds the fixtures.
@@ -24,6 +25,7 @@ from ishiki_host.testing.fake_openai import FakeOpenAIServer
 from ishiki_host.testing.harness import RuntimeHarness
 from ishiki_host.testing.harness_factory import RuntimeHarnessFactory
 from ishiki_host.testing.host import MakeHost, TestHost, host_yaml, models_yaml, profile_yaml, write_config
+from ishiki_host.testing.host_plugin_context import FakeHostPluginContext
 from ishiki_host.testing.http import serve_http
 from ishiki_host.testing.http_server import LoopbackServer, RecordedRequest, Response
 from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
@@ -44,6 +46,7 @@ __all__ = [
     "FakeChannelHost",
     "FakeConnection",
     "FakeDelivery",
+    "FakeHostPluginContext",
     "FakeModelServer",
     "FakeOpenAIServer",
     "FunctionModel",

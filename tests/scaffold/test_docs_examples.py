@@ -19,6 +19,7 @@ EXAMPLES = {
     "extension": "greeter",
     "channel": "webchat",
     "provider": "jsonapi",
+    "host": "board",
 }
 
 

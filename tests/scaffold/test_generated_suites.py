@@ -29,6 +29,7 @@ EXAMPLES = {
     "extension": "greeter",
     "channel": "webchat",
     "provider": "jsonapi",
+    "host": "board",
 }
 """The name each kind's worked example uses (``docs/plugins/<kind>.md``)."""
 LONGEST = "abcdefghij-klmnopq-rstuv"
@@ -41,7 +42,7 @@ def run(command: list[str], cwd: Path, **env: str) -> subprocess.CompletedProces
 
 @pytest.fixture(scope="module")
 def scaffolds(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """The six example packages."""
+    """The example packages, one of each kind."""
     root = tmp_path_factory.mktemp("scaffolds")
     return [write_plugin(kind, name, root) for kind, name in EXAMPLES.items()]
 

@@ -9,12 +9,9 @@ from ishiki_host.errors import ScaffoldError
 from ishiki_host.plugins.base import GROUPS
 from ishiki_host.scaffold import KINDS, plugin_names
 
-# Groups ``ishiki new plugin`` has no template for yet (docs/plugins/host.md is the worked example meanwhile).
-UNSCAFFOLDED = {"ishiki.host"}
-
 
 def test_every_group_has_a_kind_whose_base_is_the_groups_base_class() -> None:
-    assert {kind.group for kind in KINDS.values()} == set(GROUPS) - UNSCAFFOLDED
+    assert {kind.group for kind in KINDS.values()} == set(GROUPS)
     assert all(GROUPS[kind.group].__name__ == kind.base for kind in KINDS.values())
     assert tuple(KINDS) == new._KINDS
 
@@ -33,6 +30,8 @@ def test_every_group_has_a_kind_whose_base_is_the_groups_base_class() -> None:
          "ishiki.channel.matrix"),
         ("provider", "gemini", "ishiki-provider-gemini", "ishiki_provider_gemini", "GeminiAPI",
          "ishiki.provider.gemini"),
+        ("host", "dashboard", "ishiki-host-dashboard", "ishiki_host_dashboard", "DashboardPlugin",
+         "ishiki.host.dashboard"),
     ],
 )  # fmt: skip
 def test_names_follow_the_scheme(
@@ -72,3 +71,10 @@ def test_bad_names_are_refused_with_the_reason(name: str, reason: str) -> None:
 def test_an_unknown_kind_is_refused() -> None:
     with pytest.raises(ScaffoldError, match="unknown plugin kind 'engine' \\(one of: context, wakeup"):
         plugin_names("engine", "x")
+
+
+@pytest.mark.parametrize("name", ["hooks", "healthz", "readyz", "metrics"])
+def test_a_host_plugin_may_not_be_named_after_a_path_the_host_serves(name: str) -> None:
+    with pytest.raises(ScaffoldError, match=f"the host serves /{name} itself"):
+        plugin_names("host", name)
+    assert plugin_names("extension", name).name == name  # only a host plugin is served at /<name>
