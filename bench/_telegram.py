@@ -1,5 +1,5 @@
-"""What the Telegram benchmarks share: a channel host whose ``dispatch`` returns at once, and the updates they
-queue in the fake Bot API."""
+"""What the channel benchmarks share: a channel host whose ``dispatch`` returns at once (the WhatsApp benchmark
+uses it too), and the updates the Telegram ones queue in the fake Bot API."""
 
 from __future__ import annotations
 
@@ -38,20 +38,21 @@ class InstantHost:
     """A channel host whose dispatch returns at once (an instant model and fact log); ``done`` is set once
     ``expected`` events were dispatched. ``http`` is the server ``http_mount`` mounts on (webhook mode)."""
 
-    def __init__(self, state_dir: Path, expected: int, http: HttpIngress | None = None):
+    def __init__(self, state_dir: Path, expected: int, http: HttpIngress | None = None, prefix: str = HOOK_PREFIX):
         self.clock = SystemClock()
         self.rng = random.Random(0)
         self.state_dir = state_dir
         self.fetchers = AssetFetchers()
-        self.logger = logging.getLogger("bench.telegram")
+        self.logger = logging.getLogger("bench.channel")
         self.http = http or HttpIngress(HttpSettings())
         self.count = 0
         self.expected = expected
         self.done = anyio.Event()
+        self.prefix = prefix
 
     def http_mount(self) -> HttpMount:
-        """The first Telegram account's mount, as a host gives it."""
-        return self.http.mount(HOOK_PREFIX)
+        """The account's mount (the first Telegram account's, unless told otherwise), as a host gives it."""
+        return self.http.mount(self.prefix)
 
     async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> _Delivery:
         """Count the event; returns at once."""

@@ -20,20 +20,18 @@ from __future__ import annotations
 
 import hmac
 import json
-import logging
 import random
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import httpx
 from _fake_server import fake_model_process, models_yaml
 from _report import Bench, add_memory_dir_option, run
+from _telegram import InstantHost
 from ishiki_channel_whatsapp.cloud.connection import CloudConnection
 from ishiki_channel_whatsapp.config import CloudAccount
 from ishiki_channel_whatsapp.testing import (
@@ -49,11 +47,8 @@ from ishiki_channel_whatsapp.testing import (
 )
 
 from ishiki_host import HttpRequest, HttpResponse
-from ishiki_host.channels.base import InboundAttachment
-from ishiki_host.channels.events import IshikiEvent
 from ishiki_host.core.clock import SystemClock
-from ishiki_host.ingress import HttpIngress, HttpMount
-from ishiki_host.resources import AssetFetchers
+from ishiki_host.ingress import HttpMount
 from ishiki_host.testing import serve_http
 from ishiki_host.testing.host import TestHost, profile_yaml, write_config
 
@@ -61,38 +56,6 @@ PREFIX = "/hooks/whatsapp/0"
 PUBLIC_URL = "https://bot.example.com"  # set, or the channel warns at each start that Meta cannot reach it
 CLIENTS = 8
 CHATS = 100
-
-
-@dataclass(frozen=True, slots=True)
-class _Delivery:
-    routed: bool = True
-    runtime_key: str | None = "bench"
-    entry_id: int | None = None
-
-    async def settled(self) -> None:
-        return None
-
-
-class InstantHost:
-    """A channel host whose ``dispatch`` returns at once, serving webhooks on ``http``."""
-
-    def __init__(self, state_dir: Path, http: HttpIngress):
-        self.clock = SystemClock()
-        self.rng = random.Random(0)
-        self.state_dir = state_dir
-        self.fetchers = AssetFetchers()
-        self.logger = logging.getLogger("bench.whatsapp")
-        self.http = http
-        self.count = 0
-
-    def http_mount(self) -> HttpMount:
-        """The first WhatsApp account's mount, as a host gives it."""
-        return self.http.mount(PREFIX)
-
-    async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> _Delivery:
-        """Count the event; returns at once."""
-        self.count += 1
-        return _Delivery(entry_id=self.count)
 
 
 def bodies(count: int, phone_number_id: str) -> list[bytes]:
@@ -149,7 +112,7 @@ async def channel_rate(payloads: list[bytes]) -> float:
         serve_http(public_url="https://bot.example.com", max_connections=200) as ingress,
     ):
         with tempfile.TemporaryDirectory() as state:
-            host = InstantHost(Path(state), ingress)
+            host = InstantHost(Path(state), len(payloads), http=ingress, prefix=PREFIX)
             keys = {"backend": "cloud", "phone_number_id": graph.phone_number_id, "access_token": graph.token,
                     "app_secret": DEFAULT_APP_SECRET, "verify_token": DEFAULT_VERIFY_TOKEN, "graph_base": graph.url,
                     "mark_read": False}  # fmt: skip

@@ -39,6 +39,7 @@ from ishiki_host.config.services import PLUGIN_API_VERSION, Plugin, PluginConfig
 from ishiki_host.config.validation import did_you_mean, schema_problems, with_defaults
 from ishiki_host.config.yamlio import YamlDocument, format_path, parse_yaml, read_text
 from ishiki_host.core.agent import Agent
+from ishiki_host.core.backoff import Backoff, RandomSource
 from ishiki_host.core.bus import BusEvent, BusPhase, EventBus, EventValue
 from ishiki_host.core.clock import Clock, FakeClock, SystemClock, run_with_deadline
 from ishiki_host.core.entries import Entry
@@ -111,6 +112,7 @@ __all__ = [
     "AssetFetcher",
     "AssetFetchers",
     "Attachment",
+    "Backoff",
     "Blob",
     "Block",
     "BusEvent",
@@ -174,6 +176,7 @@ __all__ = [
     "ProviderClient",
     "ProviderConfig",
     "Quote",
+    "RandomSource",
     "ReadResult",
     "Reminder",
     "Reminders",

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ishiki_host.addresses.keys import escape_segment
+from ishiki_host.core.backoff import jittered_delay
 from ishiki_host.errors import ChannelError, ChannelNotReady, ConfigError
 
 if TYPE_CHECKING:
@@ -70,8 +71,7 @@ _URL_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 
 def backoff_delay(attempt: int, rng: random.Random) -> float:
     """The wait before restart ``attempt`` (0 = the first): doubling from 1 s, capped at 60 s, 50-100 % jitter."""
-    base = min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** min(attempt, 32))
-    return base * (0.5 + 0.5 * rng.random())
+    return jittered_delay(attempt, rng, initial=BACKOFF_BASE, maximum=BACKOFF_CAP)
 
 
 class ChannelDirectory:

@@ -32,11 +32,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from ishiki_host import SendResult
+from ishiki_host import Backoff, RandomSource, SendResult
 from ishiki_host.errors import ChannelError, ResourceError
 
 from ishiki_channel_telegram.api import BotAPI
-from ishiki_channel_telegram.backoff import Backoff, RandomSource
 from ishiki_channel_telegram.entities import BotIdentity
 from ishiki_channel_telegram.errors import (
     TelegramAuthError,

@@ -36,10 +36,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from ishiki_host import Backoff, RandomSource
 from ishiki_host.errors import ChannelError, EventInvalid, EventRejected
 
 from ishiki_channel_telegram.aside import SetAsideFile
-from ishiki_channel_telegram.backoff import Backoff, RandomSource
 from ishiki_channel_telegram.recent import RecentIds
 from ishiki_channel_telegram.shaping import Shaped, Shaper, update_kind
 from ishiki_channel_telegram.state import RECENT_SAVED, OffsetSaver, PollState

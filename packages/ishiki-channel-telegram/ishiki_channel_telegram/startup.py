@@ -24,10 +24,9 @@ from ishiki_channel_telegram.errors import (
 if TYPE_CHECKING:
     import logging
 
-    from ishiki_host import Clock
+    from ishiki_host import Backoff, Clock
 
     from ishiki_channel_telegram.api import BotAPI
-    from ishiki_channel_telegram.backoff import Backoff
     from ishiki_channel_telegram.config import TelegramAccount
 
 __all__ = ["connect"]

@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from ishiki_host import SendResult
+from ishiki_host import Backoff, RandomSource, SendResult
 from ishiki_host.errors import ChannelError, IngressError, ResourceError
 
-from ishiki_channel_whatsapp.backoff import Backoff, RandomSource
 from ishiki_channel_whatsapp.cloud.graph import GraphAPI
 from ishiki_channel_whatsapp.cloud.intake import Intake
 from ishiki_channel_whatsapp.cloud.media import make_fetcher

@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ishiki_host import SendResult, parse_channel_id, split_message, utf16_len
+from ishiki_host import Backoff, SendResult, parse_channel_id, split_message, utf16_len
 from ishiki_host.errors import EventInvalid
 
-from ishiki_channel_whatsapp.backoff import Backoff
 from ishiki_channel_whatsapp.errors import (
     WhatsAppAuthError,
     WhatsAppBadRequest,
@@ -36,9 +35,8 @@ from ishiki_channel_whatsapp.errors import (
 if TYPE_CHECKING:
     import logging
 
-    from ishiki_host import Clock, OutboundFile
+    from ishiki_host import Clock, OutboundFile, RandomSource
 
-    from ishiki_channel_whatsapp.backoff import RandomSource
     from ishiki_channel_whatsapp.cloud.graph import GraphAPI
     from ishiki_channel_whatsapp.config import CloudAccount
 

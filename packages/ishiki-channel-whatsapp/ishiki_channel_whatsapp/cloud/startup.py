@@ -24,9 +24,8 @@ from ishiki_channel_whatsapp.errors import (
 if TYPE_CHECKING:
     import logging
 
-    from ishiki_host import Clock
+    from ishiki_host import Backoff, Clock
 
-    from ishiki_channel_whatsapp.backoff import Backoff
     from ishiki_channel_whatsapp.cloud.graph import GraphAPI
     from ishiki_channel_whatsapp.config import CloudAccount
 

@@ -26,10 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
+from ishiki_host import Backoff
 from ishiki_host.errors import ChannelError, ResourceError
 
 from ishiki_channel_whatsapp.aside import SetAsideFile
-from ishiki_channel_whatsapp.backoff import Backoff
 from ishiki_channel_whatsapp.seen import SeenIds
 from ishiki_channel_whatsapp.web.client import ClientFactory, ClientOptions, QuoteRef, WebClient
 from ishiki_channel_whatsapp.web.config import WebSettings

@@ -24,9 +24,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ishiki_host import Backoff, RandomSource
 from ishiki_host.errors import ChannelError, EventInvalid, EventRejected
 
-from ishiki_channel_whatsapp.backoff import Backoff, RandomSource
 from ishiki_channel_whatsapp.web import wire
 from ishiki_channel_whatsapp.web.client import QuoteRef
 from ishiki_channel_whatsapp.web.errors import WhatsAppWebError
