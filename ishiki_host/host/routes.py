@@ -52,6 +52,7 @@ class ProfileRoute:
         self.host = host
         self.idle_seconds = idle_seconds
         self.spawned = 0
+        self.ran: set[RuntimeKey] = set()  # every key this route spawned since it started, stopped ones too
         self.evicted = 0
         self._runtimes: dict[RuntimeKey, AgentRuntime] = {}
         self._spawning: dict[RuntimeKey, anyio.Event] = {}
@@ -148,6 +149,7 @@ class ProfileRoute:
             runtime = AgentRuntime(key, self.parts, self.host)
             await self._tg.start(self._serve, runtime)
             self._runtimes[key] = runtime
+            self.ran.add(key)
             self.spawned += 1
             return runtime
         finally:
