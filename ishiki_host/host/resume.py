@@ -101,11 +101,16 @@ async def resume_routes(routes: Sequence[ProfileRoute], data_dir: Path) -> None:
     """Spawn every runtime of ``routes`` whose log needs attention (the host starts them so they decide now)."""
     for route in routes:
         pid = route.profile.id
-        found = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))
+        try:
+            found = await anyio.to_thread.run_sync(unfinished_runtimes, data_dir, pid, escape_segment(pid))
+        except BaseException:
+            route.scanned, route.ran = True, set()  # no scan will look again: stop counting
+            raise
         # Input that came in meanwhile spawned (and so recovered) some of them: their logs are this host's, live or
         # stopped by it since (a stop that left decisions owed is answered at their next start), not what the last
         # host left. The scan may run late on a busy machine, so ``route.ran`` counts stopped runtimes too.
         keys = [key for key in found if key not in route.ran]
+        route.scanned, route.ran = True, set()
         for key in keys:
             if key.mode != route.profile.mode:
                 logger.warning("runtime %s was left unfinished; profile %s now runs in another mode", key, pid)

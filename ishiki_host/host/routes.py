@@ -52,7 +52,10 @@ class ProfileRoute:
         self.host = host
         self.idle_seconds = idle_seconds
         self.spawned = 0
-        self.ran: set[RuntimeKey] = set()  # every key this route spawned since it started, stopped ones too
+        # The keys this route spawned while the host's start-up resume scan may still look (``host.resume``):
+        # kept until the scan is done with this route (``scanned``), so the set never grows with the host's life.
+        self.ran: set[RuntimeKey] = set()
+        self.scanned = False
         self.evicted = 0
         self._runtimes: dict[RuntimeKey, AgentRuntime] = {}
         self._spawning: dict[RuntimeKey, anyio.Event] = {}
@@ -149,7 +152,8 @@ class ProfileRoute:
             runtime = AgentRuntime(key, self.parts, self.host)
             await self._tg.start(self._serve, runtime)
             self._runtimes[key] = runtime
-            self.ran.add(key)
+            if not self.scanned:
+                self.ran.add(key)
             self.spawned += 1
             return runtime
         finally:
