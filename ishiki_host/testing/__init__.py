@@ -17,6 +17,7 @@ from ishiki_host.plugins.discovery import PluginRegistry, ServiceRecord, discove
 from ishiki_host.testing.channel_host import FakeChannelHost, FakeDelivery
 from ishiki_host.testing.channels import FakeChannel, FakeConnection, SentMessage
 from ishiki_host.testing.configs import plugin_config
+from ishiki_host.testing.connection import running_connection
 from ishiki_host.testing.engines import EveryMessageWakeup, PassthroughToolcall, PlainContext
 from ishiki_host.testing.expect import ExpectationFailed, Expectations, RecordedCall
 from ishiki_host.testing.fake_anthropic import FakeAnthropicServer
@@ -82,6 +83,7 @@ __all__ = [
     "profile_yaml",
     "registry_with",
     "reply",
+    "running_connection",
     "serve_http",
     "tool_call",
     "write_config",

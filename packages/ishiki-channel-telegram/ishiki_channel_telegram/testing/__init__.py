@@ -7,6 +7,8 @@ users, chats and UTF-16-correct entities. The pytest fixtures (``telegram_server
 registered by this package's ``pytest11`` entry point.
 """
 
+from ishiki_host.testing import running_connection as running
+
 from ishiki_channel_telegram.testing.botapi import DEFAULT_TOKEN, FakeBotAPI
 from ishiki_channel_telegram.testing.builders import (
     Call,
@@ -20,7 +22,6 @@ from ishiki_channel_telegram.testing.builders import (
     user,
 )
 from ishiki_channel_telegram.testing.host import HOOK_PREFIX, PUBLIC_URL, RecordingDelivery, RecordingHost, event_key
-from ishiki_channel_telegram.testing.running import running
 
 __all__ = [
     "DEFAULT_TOKEN",

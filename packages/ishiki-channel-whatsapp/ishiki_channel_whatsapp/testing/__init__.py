@@ -7,6 +7,8 @@ them; ``running`` runs a connection for the length of a block. The pytest fixtur
 package's ``pytest11`` entry point.
 """
 
+from ishiki_host.testing import running_connection as running
+
 from ishiki_channel_whatsapp.testing.driver import DEFAULT_APP_SECRET, DEFAULT_VERIFY_TOKEN, SIGNED, WebhookDriver
 from ishiki_channel_whatsapp.testing.graph import DEFAULT_ACCESS_TOKEN, FakeGraphAPI
 from ishiki_channel_whatsapp.testing.payloads import (
@@ -21,7 +23,6 @@ from ishiki_channel_whatsapp.testing.payloads import (
     text_message,
 )
 from ishiki_channel_whatsapp.testing.records import Call, Fault, MediaFile, ReadReceipt, SentMessage
-from ishiki_channel_whatsapp.testing.running import running
 
 __all__ = [
     "DEFAULT_ACCESS_TOKEN",

@@ -1,4 +1,5 @@
-"""Running a connection inside a test: start it in a task group, wait for readiness, cancel it at the end."""
+"""Running a channel connection inside a test: start it in a task group, wait for readiness, cancel it at the end
+(the channel packages' test kits hand it out as their ``running``)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
-    from ishiki_host import ChannelConnection
+    from ishiki_host.channels.base import ChannelConnection
 
-__all__ = ["running"]
+__all__ = ["running_connection"]
 
 
 @contextlib.asynccontextmanager
-async def running(connection: ChannelConnection) -> AsyncIterator[anyio.CancelScope]:
+async def running_connection(connection: ChannelConnection) -> AsyncIterator[anyio.CancelScope]:
     """Run ``connection`` until the block ends; yields the cancel scope of its task (cancel it to "crash" it).
 
     Its readiness is awaited first, so an error at start (a refused token) raises here; an error the connection
