@@ -32,7 +32,14 @@ from ishiki_host.channels.inbound import is_inbound, source_target
 from ishiki_host.channels.split import split_message, utf16_len
 from ishiki_host.config.envvars import expand_vars
 from ishiki_host.config.jsonio import parse_json
-from ishiki_host.config.models import ModelSpec, ProviderConfig
+from ishiki_host.config.models import (
+    CircuitBreakerConfig,
+    GroupConfig,
+    ModelPrice,
+    ModelsConfig,
+    ModelSpec,
+    ProviderConfig,
+)
 from ishiki_host.config.profile_types import Profile
 from ishiki_host.config.reference import schema_table
 from ishiki_host.config.services import PLUGIN_API_VERSION, Plugin, PluginConfig
@@ -59,6 +66,7 @@ from ishiki_host.core.model import (
     ToolSpec,
     Usage,
 )
+from ishiki_host.core.shared import SharedObjects
 from ishiki_host.core.strict_json import loads_strict
 from ishiki_host.core.tokens import Estimator, estimate_tokens, host_estimator
 from ishiki_host.core.tools import Tool, ToolContext, ToolHandler, ToolResult, TrustLevel, trust_allows
@@ -72,7 +80,16 @@ from ishiki_host.jsontypes import Json
 from ishiki_host.plugins.base import CheckContext, ContextEngine, Extension, ToolcallEngine, WakeupEngine
 from ishiki_host.plugins.commands import Command, CommandContext, CommandHandler, CommandTable, HostView
 from ishiki_host.plugins.hookspecs import hookimpl
-from ishiki_host.plugins.hostplugin import HostPlugin, HostPluginContext, HostPluginInstance, ProfileStatus
+from ishiki_host.plugins.hostplugin import (
+    HeartbeatAdmin,
+    HostPlugin,
+    HostPluginContext,
+    HostPluginInstance,
+    InstalledPlugin,
+    LogLine,
+    LogTail,
+    ProfileStatus,
+)
 from ishiki_host.plugins.reminders import REMINDERS, Reminder, Reminders, ScheduledReminder
 from ishiki_host.plugins.runtime_api import (
     ContextEngineInstance,
@@ -101,10 +118,15 @@ from ishiki_host.resources import (
 from ishiki_host.resources.sniff import guess_media_type
 from ishiki_host.sessions.manager import CarriedSummary, SessionChange, Sessions, SessionSize
 from ishiki_host.store.memory_store import MemoryStore
+from ishiki_host.store.repos.beat_types import Beat, BeatRun, BeatSpec, BeatTarget, BeatType
 from ishiki_host.store.repos.memory_types import Memory, MemoryDraft, MemoryHit, MemoryScope, MemoryType, ScopeMode
+from ishiki_host.store.repos.plugin_settings import PluginKind
+from ishiki_host.store.repos.usage import CallTotal, ToolTotal, UsagePoint, UsageSum, UsageTotals, usage_cost
+from ishiki_host.tools.kernel import OPEN_TOOLS
 from ishiki_host.tools.read import render_read_result
 
 __all__ = [
+    "OPEN_TOOLS",
     "PLUGIN_API_VERSION",
     "REMINDERS",
     "Agent",
@@ -113,16 +135,23 @@ __all__ = [
     "AssetFetchers",
     "Attachment",
     "Backoff",
+    "Beat",
+    "BeatRun",
+    "BeatSpec",
+    "BeatTarget",
+    "BeatType",
     "Blob",
     "Block",
     "BusEvent",
     "BusPhase",
+    "CallTotal",
     "CarriedSummary",
     "Channel",
     "ChannelConnection",
     "ChannelHost",
     "ChannelKind",
     "CheckContext",
+    "CircuitBreakerConfig",
     "Clock",
     "Command",
     "CommandContext",
@@ -140,6 +169,8 @@ __all__ = [
     "Extension",
     "FactLog",
     "FakeClock",
+    "GroupConfig",
+    "HeartbeatAdmin",
     "HostPlugin",
     "HostPluginContext",
     "HostPluginInstance",
@@ -152,9 +183,12 @@ __all__ = [
     "HttpStream",
     "ImagePart",
     "InboundAttachment",
+    "InstalledPlugin",
     "IshikiEvent",
     "Json",
     "LanguageModel",
+    "LogLine",
+    "LogTail",
     "Memory",
     "MemoryDraft",
     "MemoryHit",
@@ -163,13 +197,16 @@ __all__ = [
     "MemoryType",
     "Message",
     "ModelAPI",
+    "ModelPrice",
     "ModelRequest",
     "ModelResult",
     "ModelSpec",
+    "ModelsConfig",
     "OutboundFile",
     "Part",
     "Plugin",
     "PluginConfig",
+    "PluginKind",
     "Priority",
     "Profile",
     "ProfileStatus",
@@ -197,6 +234,7 @@ __all__ = [
     "SessionChange",
     "SessionSize",
     "Sessions",
+    "SharedObjects",
     "Step",
     "StepDecision",
     "Stop",
@@ -215,6 +253,7 @@ __all__ = [
     "ToolHandler",
     "ToolResult",
     "ToolSpec",
+    "ToolTotal",
     "ToolcallEngine",
     "ToolcallEngineInstance",
     "TrustLevel",
@@ -225,6 +264,9 @@ __all__ = [
     "TurnStatus",
     "TurnView",
     "Usage",
+    "UsagePoint",
+    "UsageSum",
+    "UsageTotals",
     "User",
     "WakeupEngine",
     "WakeupEngineInstance",
@@ -264,6 +306,7 @@ __all__ = [
     "sse_event",
     "summary_readers",
     "trust_allows",
+    "usage_cost",
     "usage_purpose",
     "utf16_len",
     "with_defaults",

@@ -44,6 +44,8 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         ├── RuntimeStartFailed          a runtime could not start (an engine, extension or its log failed)
         ├── ResourceError               a resource URL cannot be read (``code``)
         ├── StoreError                  the memory database cannot be opened or used
+        │   ├── BeatInvalid             a beat made or edited by a host plugin has a bad field (``field``)
+        │   └── BeatRefused             that beat is managed (from a file) or does not exist
         ├── BeatRunFailed               a beat's turn failed, or nothing could run it (recorded, not raised on)
         ├── SandboxError                a codemode program failed, or hit a limit
         └── EngineError                 an engine could not do its part (logged; the engine falls back)
@@ -58,6 +60,8 @@ from typing import Any, Literal
 __all__ = [
     "AgentBusy",
     "AgentStopped",
+    "BeatInvalid",
+    "BeatRefused",
     "BeatRunFailed",
     "ChannelError",
     "ChannelNotReady",
@@ -383,6 +387,20 @@ class ResourceError(RunError):
 
 class StoreError(RunError):
     """The memory database cannot be opened, migrated or used."""
+
+
+class BeatInvalid(StoreError):
+    """A beat given to ``HostPluginContext.heartbeats`` has a bad field: ``field`` names it (``cron``,
+    ``timezone``, ``target``, ``text``, ``id``, ``type``) so a form can show the error beside it."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(message)
+
+
+class BeatRefused(StoreError):
+    """A change to a beat that may not be made: it is managed (``heartbeats.json`` or the host's own, edited
+    in its file), or there is no beat by that id."""
 
 
 class BeatRunFailed(RunError):

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.clock import Clock
+    from ishiki_host.core.shared import SharedObjects
     from ishiki_host.ingress.types import HttpMount
     from ishiki_host.resources import AssetFetchers, Blob
 
@@ -145,6 +146,13 @@ class ChannelHost(Protocol):
     @property
     def logger(self) -> logging.Logger:
         """The connection's logger."""
+        ...
+
+    @property
+    def shared(self) -> SharedObjects:
+        """The host's shared objects by ``ServiceKey``, the very ones ``HostPluginContext.services`` and
+        ``RuntimeContext.services`` hold: a channel meets a host plugin of its own package here (the
+        dashboard's web chat does)."""
         ...
 
     def http_mount(self) -> HttpMount:

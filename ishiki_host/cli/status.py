@@ -105,6 +105,13 @@ def render_status(report: Mapping[str, Any]) -> list[str]:
     ]
     lines += _section("providers", providers)
     lines.append(_http_line(report.get("http", {})))
+    activity = report.get("activity")
+    if isinstance(activity, Mapping):
+        lines.append(
+            f"activity: {activity.get('turnsPerMinute', 0)} turns a minute, {activity.get('turnsLastHour', 0)} in "
+            f"the last hour ({activity.get('failedTurnsLastHour', 0)} failed), "
+            f"{activity.get('errorsLastHour', 0)} errors logged"
+        )
     return lines
 
 

@@ -7,7 +7,7 @@ validation and ``${VAR}`` expansion, and the gateway turns them into ``LanguageM
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ishiki_host.jsontypes import Json
@@ -15,23 +15,45 @@ from ishiki_host.jsontypes import Json
 __all__ = [
     "CircuitBreakerConfig",
     "GroupConfig",
+    "ModelPrice",
     "ModelSpec",
     "ModelsConfig",
     "ProviderConfig",
 ]
 
 Strategy = Literal["failover", "round-robin", "random"]
+_HIDDEN = "<hidden>"  # what ``redacted`` shows for a credential, as config errors do
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """What a model's tokens cost, in ``currency`` per million tokens (``price:`` of a model in models.yaml).
+
+    ``cached_input`` is the provider's price of input read from its prompt cache, shown with the others; the
+    usage counters do not tell cached input apart, so ``cost`` prices all input at ``input``.
+    """
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    currency: str = "USD"
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """The cost of that many input and output tokens, in ``currency``."""
+        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """One model a provider serves. ``input`` lists the modalities it accepts (``text``, ``image``)."""
+    """One model a provider serves. ``input`` lists the modalities it accepts (``text``, ``image``); ``price``
+    is what its tokens cost, when configured."""
 
     id: str
     context_window: int = 128_000
     max_tokens: int = 4_096
     tool_call: bool = True
     input: tuple[str, ...] = ("text",)
+    price: ModelPrice | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +126,24 @@ class ModelsConfig:
         provider_id, _, model_id = member.partition(":")
         provider = self.providers.get(provider_id)
         return provider.model(model_id) if provider else None
+
+    def price(self, member: str) -> ModelPrice | None:
+        """The configured price of a ``provider:modelId`` member (the ``model`` of a usage row), if any."""
+        spec = self.spec(member)
+        return spec.price if spec is not None else None
+
+    def prices(self) -> dict[str, ModelPrice]:
+        """Every model with a configured price, by ``provider:modelId``."""
+        return {f"{p.id}:{m.id}": m.price for p in self.providers.values() for m in p.models if m.price is not None}
+
+    def redacted(self) -> ModelsConfig:
+        """A copy with every provider's ``api_key`` and header values shown as ``<hidden>`` (for plugins and
+        reports that show the config: prices, models and groups stay)."""
+        providers = {
+            pid: replace(p, api_key=_HIDDEN if p.api_key else p.api_key, headers=dict.fromkeys(p.headers, _HIDDEN))
+            for pid, p in self.providers.items()
+        }
+        return replace(self, providers=providers)
 
     def apis_for(self, ref: str) -> tuple[str, ...]:
         """The provider APIs (``ishiki.provider`` names) a model reference needs, in member order."""

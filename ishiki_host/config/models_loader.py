@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ishiki_host.config.models import CircuitBreakerConfig, GroupConfig, ModelsConfig, ModelSpec, ProviderConfig
+from ishiki_host.config.models import (
+    CircuitBreakerConfig,
+    GroupConfig,
+    ModelPrice,
+    ModelsConfig,
+    ModelSpec,
+    ProviderConfig,
+)
 from ishiki_host.config.schemas import load_schema
 from ishiki_host.config.services import PROVIDER_GROUP, ServiceCatalog, service_name
 from ishiki_host.config.validation import compiled, did_you_mean, schema_errors, with_defaults
@@ -169,6 +176,17 @@ def _model(raw: Mapping[str, Any]) -> ModelSpec:
         max_tokens=raw["maxTokens"],
         tool_call=raw["toolCall"],
         input=tuple(raw["input"]),
+        price=_price(raw["price"]) if "price" in raw else None,
+    )
+
+
+def _price(raw: Mapping[str, Any]) -> ModelPrice:
+    cached = raw.get("cachedInput")
+    return ModelPrice(
+        input=float(raw["input"]),
+        output=float(raw["output"]),
+        cached_input=float(cached) if cached is not None else None,
+        currency=raw["currency"],
     )
 
 

@@ -15,8 +15,9 @@ Text that UTF-8 cannot encode (a lone surrogate) is stored with U+FFFD in its pl
 (``ishiki_host.core.text``): an append never fails on what a message says.
 
 Reads go backwards from the end in blocks and start from a small cache of recent entries, so reading the
-last N entries costs O(N), never O(file). A bad line in the middle is skipped with a warning. The format is
-documented in ``docs/factlog.md``.
+last N entries costs O(N), never O(file). A bad line in the middle is skipped with a warning. A reader that
+follows the log (a dashboard showing a conversation live) awaits ``wait_appended(after_id)`` and then reads
+what came after that id. The format is documented in ``docs/factlog.md``.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class FactLog:
     """An open fact log, holding its file's exclusive lock until ``close()``.
 
     ``warnings`` lists what was repaired or skipped (also logged); ``stats`` counts bytes read, lines parsed
-    and fsyncs.
+    and fsyncs. ``wait_appended(after_id)`` returns once an entry newer than ``after_id`` is written (or the
+    log is closed), for a reader that follows it.
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class FactLog:
         self._closed = False
         self._thread_reads = 0  # reads running in worker threads; close() waits for them
         self._reads_done = anyio.Event()
+        self._appended: anyio.Event | None = None  # made by the first waiter, set (and dropped) by an append
 
     # -- opening and closing ---------------------------------------------------------------------------
 
@@ -172,6 +175,7 @@ class FactLog:
                         await self.sync()
                 finally:
                     self._closed = True
+                    self._wake_followers()
                     while self._thread_reads:
                         await self._reads_done.wait()
                     fd, self._fd = self._fd, -1
@@ -247,6 +251,19 @@ class FactLog:
             lines.append(encoded + b"\n")
         return entries, lines
 
+    async def wait_appended(self, after_id: int) -> None:
+        """Return once the log holds an entry newer than ``after_id`` (at once if it does), or once it is
+        closed; written, not necessarily durable yet (``sync(upto=...)`` waits for that)."""
+        while self._last_id <= after_id and not self._closed:
+            if self._appended is None:
+                self._appended = anyio.Event()
+            await self._appended.wait()
+
+    def _wake_followers(self) -> None:
+        if self._appended is not None:
+            self._appended.set()
+            self._appended = None
+
     def _write(self, payload: bytes) -> None:
         try:
             _logfile.write_all(self._fd, payload)
@@ -270,6 +287,7 @@ class FactLog:
         self._last_id = entries[-1].id
         if not self._cache.maxlen:
             self._floor = self._size
+        self._wake_followers()
 
     async def sync(self, *, upto: int | None = None) -> None:
         """Make every entry appended so far durable (a no-op under ``never`` or when nothing is pending).

@@ -6,6 +6,8 @@ name or a ``provider:modelId``: each call goes through the scheduler (priority, 
 whole-call deadline, the breakers and the profile's failover policy. Every model call made (including failed
 ones and probes' exceptions) is reported to the call listeners as a ``ModelCallRecord``, which is how the runtime
 logs token usage; the ``ModelResult`` itself also carries ``usage`` and ``model`` (the member that answered).
+Each record is also noted in its member's ``MemberStats`` (latency percentiles, errors by kind, calls, tokens),
+which ``status()`` shows beside the member's breaker.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ishiki_host.gateway.group import MemberGroup
 from ishiki_host.gateway.model import GatewayModel
 from ishiki_host.gateway.pools import HttpClients, ProviderPool, make_pool
 from ishiki_host.gateway.scheduler import Scheduler, SchedulerConfig
+from ishiki_host.gateway.stats import MemberStats
 from ishiki_host.jsontypes import Json
 
 if TYPE_CHECKING:
@@ -124,6 +127,7 @@ class Gateway:
         self._clients = HttpClients()
         self._providers = {pid: self._make_provider(p, apis, transport) for pid, p in config.providers.items()}
         self.breakers = self._make_breakers()
+        self.stats = {member: MemberStats() for member in self.breakers}
         self._groups: dict[str, MemberGroup] = {}
         self._models: dict[tuple[str, FailoverPolicy], GatewayModel] = {}
         self._listeners: list[CallListener] = []
@@ -196,7 +200,8 @@ class Gateway:
         return self.config.spec(member)
 
     def status(self) -> dict[str, Json]:
-        """A JSON snapshot: providers (errors, counters), members (breaker state), scheduler lanes."""
+        """A JSON snapshot: providers (errors, counters), members (breaker state and ``MemberStats``: ``calls``,
+        ``tokens``, ``errors`` by kind, ``latency`` p50/p95), scheduler lanes."""
         return {
             "providers": {
                 pid: {
@@ -209,7 +214,7 @@ class Gateway:
                 }
                 for pid, p in self._providers.items()
             },
-            "members": {member: breaker.status() for member, breaker in self.breakers.items()},
+            "members": {member: {**b.status(), **self.stats[member].status()} for member, b in self.breakers.items()},
             "scheduler": self.scheduler.status(),
         }
 
@@ -257,6 +262,9 @@ class Gateway:
             if record.usage is not None:
                 provider.tokens["input"] += record.usage.input_tokens
                 provider.tokens["output"] += record.usage.output_tokens
+        stats = self.stats.get(record.member)
+        if stats is not None:
+            stats.note(record.latency_seconds, record.usage, record.error_kind)
         for listener in list(self._listeners):
             try:
                 listener(record)

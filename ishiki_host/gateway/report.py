@@ -10,15 +10,16 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 if TYPE_CHECKING:
-    from ishiki_host.config.models import ModelsConfig
+    from ishiki_host.config.models import ModelPrice, ModelsConfig
     from ishiki_host.gateway.gateway import Gateway, ProbeResult
 
 __all__ = ["models_report"]
 
 
 async def models_report(config: ModelsConfig, gateway: Gateway | None, probe: bool) -> dict[str, Any]:
-    """The report of ``config``; with a gateway, each model's breaker state and its provider's error and
-    counters; with ``probe``, one tiny request to every model (concurrently) with its latency or error.
+    """The report of ``config`` (each model with its ``price`` per million tokens, if configured); with a
+    gateway, each model's breaker state and statistics and its provider's error and counters; with ``probe``,
+    one tiny request to every model (concurrently) with its latency or error.
 
     ``probe`` needs a gateway (``ValueError`` otherwise).
     """
@@ -49,6 +50,7 @@ async def models_report(config: ModelsConfig, gateway: Gateway | None, probe: bo
                 "max_tokens": spec.max_tokens,
                 "input": list(spec.input),
                 "tool_call": spec.tool_call,
+                "price": _price(spec.price),
                 "groups": [g.name for g in config.groups.values() if ref in g.members],
             }
             if status is not None:
@@ -70,6 +72,17 @@ async def models_report(config: ModelsConfig, gateway: Gateway | None, probe: bo
         for group in config.groups.values()
     ]
     return {"file": config.file, "providers": providers, "groups": groups, "models": models}
+
+
+def _price(price: ModelPrice | None) -> dict[str, Any] | None:
+    if price is None:
+        return None
+    return {
+        "input": price.input,
+        "output": price.output,
+        "cached_input": price.cached_input,
+        "currency": price.currency,
+    }
 
 
 async def _probe_all(gateway: Gateway, config: ModelsConfig) -> dict[str, ProbeResult]:

@@ -12,12 +12,14 @@
 - ``service``: ``HeartbeatService``, the one scheduler and ``heartbeats.json`` watcher of a host
 - ``reminders``: ``BeatReminders``, the host's ``Reminders``: one-time reminder beats other plugins ask for
 - ``extension``: ``ishiki.ext.heartbeat``, the beat tools and ``/beats`` in every runtime (on by default)
+- ``admin``: ``HeartbeatServiceAdmin``, the host's beats as host plugins manage them (``HeartbeatAdmin``)
 
 The storage is ``MemoryStore.heartbeats`` (``ishiki_host.memory``). Constants live beside what they name:
 ``rules.CLEAR_IMAGES_ID``, ``rules.FILE_RULES`` / ``TOOL_RULES``, ``beatfile.HEARTBEATS_FILE``,
 ``tools.BEAT_TOOL_NAMES``.
 """
 
+from ishiki_host.heartbeat.admin import HeartbeatServiceAdmin, admin_for
 from ishiki_host.heartbeat.beatfile import BeatFile, TargetValidator, parse_beat_file
 from ishiki_host.heartbeat.cron import CronExpr, parse_cron, zone
 from ishiki_host.heartbeat.extension import HeartbeatExtension, HeartbeatInstance
@@ -47,11 +49,13 @@ __all__ = [
     "HeartbeatInstance",
     "HeartbeatScheduler",
     "HeartbeatService",
+    "HeartbeatServiceAdmin",
     "Poker",
     "RuntimeBeatRunner",
     "SyncReport",
     "TargetSource",
     "TargetValidator",
+    "admin_for",
     "check_beat",
     "clear_images",
     "clear_images_beat",

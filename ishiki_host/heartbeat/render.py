@@ -38,7 +38,10 @@ def describe_beat(beat: Beat, default_tz: str) -> str:
     tz = beat.timezone or default_tz
     kind = beat.type if beat.recurring else f"one-time {beat.type}"
     flags = " [from heartbeats.json]" if beat.managed else ""
-    when = f"next {format_time(beat.next_run, tz)}" if beat.next_run is not None else "not scheduled"
+    if beat.paused:
+        when = "paused"
+    else:
+        when = f"next {format_time(beat.next_run, tz)}" if beat.next_run is not None else "not scheduled"
     text = " ".join(beat.text.split())
     if len(text) > _TEXT_LIMIT:
         text = text[: _TEXT_LIMIT - 1] + "…"

@@ -38,9 +38,10 @@ from ishiki_host.errors import ChannelError, ChannelNotReady, ConfigError
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
-    from ishiki_host.channels.base import ChannelConnection, Delivery, InboundAttachment
+    from ishiki_host.channels.base import ChannelConnection, ChannelHost, Delivery, InboundAttachment
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.clock import Clock
+    from ishiki_host.core.shared import SharedObjects
     from ishiki_host.ingress.types import HttpMount
     from ishiki_host.resources import AssetFetchers
 
@@ -270,8 +271,9 @@ def hook_prefix(spec: ChannelSpec) -> str:
 
 class ChannelContext:
     """The ``ChannelHost`` a connection is created with: clock, random source, its state directory, the shared
-    asset fetchers, its logger, its HTTP mount, ``dispatch`` into the host, and ``request_stop`` (the console
-    asks the host to exit at the end of its input; the host stops only when no other channel runs)."""
+    asset fetchers, its logger, its HTTP mount, ``dispatch`` into the host, ``request_stop`` (the console
+    asks the host to exit at the end of its input; the host stops only when no other channel runs), and the
+    host's shared objects (``shared``: its ``HostServices``)."""
 
     def __init__(
         self,
@@ -284,8 +286,10 @@ class ChannelContext:
         dispatch: DispatchFn,
         request_stop: Callable[[str, bool], bool],
         http_mount: Callable[[], HttpMount],
+        shared: SharedObjects,
     ):
         self._http_mount = http_mount
+        self._shared = shared
         self._clock = clock
         self._rng = rng
         self._state_dir = state_dir
@@ -320,6 +324,11 @@ class ChannelContext:
         """The connection's logger."""
         return self._logger
 
+    @property
+    def shared(self) -> SharedObjects:
+        """The host's shared objects (its ``HostServices``)."""
+        return self._shared
+
     def http_mount(self) -> HttpMount:
         """The account's mount on the host's HTTP server (``hook_prefix``)."""
         return self._http_mount()
@@ -333,3 +342,7 @@ class ChannelContext:
         channels run, so the host runs on and only the asking connection should finish. ``force``: stop
         whatever else runs (the operator left: Ctrl-D on the console's terminal)."""
         return self._request_stop(reason, force)
+
+
+if TYPE_CHECKING:
+    _CONTRACT: type[ChannelHost] = ChannelContext  # mypy holds the context to the channel contract

@@ -211,10 +211,12 @@ class Host:
         config = self._given if self._given is not None else await anyio.to_thread.run_sync(self._load)
         self._claim = claim_data_dir(config.host.data_dir)  # first: a second host must change nothing
         self._config = config
-        log_config_problems(config)
         host = config.host
         grace = self._grace if self._grace is not None else host.shutdown_grace_seconds
         observed = self.observability = HostObservability(self, host)
+        self._stack.enter_context(observed.logs.installed())  # the log tail host plugins read, until the stop
+        self._stack.enter_context(observed.activity.counting_errors())  # the report's errors of the last hour
+        log_config_problems(config)
         listeners = (*observed.call_listeners(), *self._model_listeners)
         self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root, listeners)
         self._gateways.build(config)

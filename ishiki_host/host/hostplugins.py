@@ -12,13 +12,18 @@ anything else is logged with its traceback and restarted. A ``run`` that returns
 those removed and restarts those whose block (or installed class) changed. Each stop is awaited before its
 plugin starts again or the host's HTTP server stops, so a plugin's mount is always given back first. A plugin
 that failed or finished stays listed, with its error, until its block changes.
+
+What a context reads of the host is read when asked, never copied at the plugin's start: the runtimes alive
+(``live_runtime``: a runtime of an active profile whose state is ``ready``), the heartbeats (``None`` until the
+host's heartbeat service runs, which starts just after the host plugins, and on a host without one), the log
+tail, and the entry points of the config directory as last loaded.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +32,7 @@ import anyio
 from ishiki_host.addresses.keys import escape_segment
 from ishiki_host.config.services import HOST_GROUP, service_name
 from ishiki_host.errors import ChannelError, ConfigError, HostPluginError, HostPluginUnavailable, IngressError
+from ishiki_host.heartbeat.admin import admin_for
 from ishiki_host.host.connections import STABLE_SECONDS, START_TIMEOUT, backoff_delay, single_error
 from ishiki_host.host.report import profile_statuses
 from ishiki_host.plugins.hostplugin import RESERVED_PREFIXES
@@ -34,14 +40,27 @@ from ishiki_host.plugins.hostplugin import RESERVED_PREFIXES
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
 
+    from ishiki_host.addresses.keys import RuntimeKey
+    from ishiki_host.config.models import ModelsConfig
     from ishiki_host.core.clock import Clock
+    from ishiki_host.core.tools import Tool
+    from ishiki_host.heartbeat.service import HeartbeatService
     from ishiki_host.host.host import Host
     from ishiki_host.ingress.types import HttpMount
     from ishiki_host.jsontypes import Json
-    from ishiki_host.plugins.hostplugin import HostPluginInstance, ProfileStatus
+    from ishiki_host.plugins.hostplugin import (
+        HeartbeatAdmin,
+        HostPluginContext,
+        HostPluginInstance,
+        InstalledPlugin,
+        LogTail,
+        ProfileStatus,
+    )
+    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.plugins.services import HostServices
+    from ishiki_host.runtime.runtime import AgentRuntime
 
-__all__ = ["STOP_SECONDS", "HostPluginContextImpl", "HostPluginSet", "HostPluginSupervisor"]
+__all__ = ["STOP_SECONDS", "HostPluginContextImpl", "HostPluginSet", "HostPluginSupervisor", "live_runtime"]
 
 logger = logging.getLogger("ishiki_host.hostplugins")
 
@@ -64,7 +83,17 @@ class HostPluginContextImpl:
         status: Callable[[], Mapping[str, Json]],
         profiles: Callable[[], tuple[ProfileStatus, ...]],
         request_reload: Callable[[str], None],
+        runtime: Callable[[RuntimeKey], AgentRuntime | None],
+        heartbeats: Callable[[], HeartbeatAdmin | None],
+        logs: LogTail,
+        installed: Callable[[], tuple[InstalledPlugin, ...]],
+        models: Callable[[], ModelsConfig],
     ):
+        self._models = models
+        self._runtime = runtime
+        self._heartbeats = heartbeats
+        self._logs = logs
+        self._installed = installed
         self._name = name
         self._clock = clock
         self._state_dir = state_dir
@@ -119,6 +148,34 @@ class HostPluginContextImpl:
     def request_reload(self) -> None:
         """Ask the host for a reload in its own task."""
         self._request_reload(self._name)
+
+    def runtime(self, key: RuntimeKey) -> RuntimeContext | None:
+        """The live runtime ``key`` as its plugins see it, or ``None``; never spawns one."""
+        runtime = self._runtime(key)
+        return runtime.context if runtime is not None else None
+
+    async def tools(self, key: RuntimeKey) -> Sequence[Tool] | None:
+        """What ``/tools`` of the live runtime ``key`` lists, or ``None`` when it is not running."""
+        runtime = self._runtime(key)
+        return await runtime.tool_surface() if runtime is not None else None
+
+    @property
+    def heartbeats(self) -> HeartbeatAdmin | None:
+        """The host's heartbeats, or ``None`` while it runs none."""
+        return self._heartbeats()
+
+    @property
+    def logs(self) -> LogTail:
+        """The host's log tail."""
+        return self._logs
+
+    def installed(self) -> tuple[InstalledPlugin, ...]:
+        """The entry points of the registry the config directory was last loaded with."""
+        return self._installed()
+
+    def models(self) -> ModelsConfig:
+        """The current ``models.yaml``, credentials hidden."""
+        return self._models().redacted()
 
 
 class HostPluginSupervisor:
@@ -235,6 +292,7 @@ class HostPluginSet:
         self.tg = tg
         self._supervisors: dict[str, HostPluginSupervisor] = {}
         self._warned: set[str] = set()
+        self._admin: tuple[HeartbeatService, HeartbeatAdmin] | None = None
 
     def status(self) -> dict[str, Json]:
         """Each plugin's supervisor state, restarts, errors and last error, by name."""
@@ -283,6 +341,8 @@ class HostPluginSet:
 
     def _supervisor(self, name: str, config: Mapping[str, Any], provider: Any) -> HostPluginSupervisor:
         host = self.host
+        observed = host.observability
+        assert observed is not None, "the host's observability is made before its plugins start"
         context = HostPluginContextImpl(
             name=name,
             clock=host.clock,
@@ -292,13 +352,34 @@ class HostPluginSet:
             status=host.report,
             profiles=lambda: profile_statuses(host),
             request_reload=self._reload_for,
+            runtime=lambda key: live_runtime(host, key),
+            heartbeats=self._heartbeat_admin,
+            logs=observed.logs,
+            installed=lambda: host.config.registry.installed(),
+            models=lambda: host.gateways.gateway.config,
         )
         rng = random.Random(None if host.seed is None else f"{host.seed}/plugin/{name}")
         return HostPluginSupervisor(name, config, provider, context, host.clock, rng)
 
+    def _heartbeat_admin(self) -> HeartbeatAdmin | None:
+        """One admin over the host's heartbeat service, made once the service runs."""
+        service = self.host.heartbeats
+        if service is None:
+            return None
+        if self._admin is None or self._admin[0] is not service:
+            self._admin = (service, admin_for(service))
+        return self._admin[1]
+
     def _reload_for(self, name: str) -> None:
         logger.info("host plugin %s asks for a reload", name)
         self.host.services.spawn(self.host.reload, name=f"reload asked by host plugin {name}")
+
+
+def live_runtime(host: Host, key: RuntimeKey) -> AgentRuntime | None:
+    """The runtime ``key`` of an active profile of ``host`` while it is ready (never spawned), else ``None``."""
+    route = host.routes.get(key.profile)
+    runtime = route.runtimes.get(key) if route is not None else None
+    return runtime if runtime is not None and runtime.state == "ready" else None
 
 
 async def _stopped(supervisors: list[HostPluginSupervisor]) -> None:
@@ -308,3 +389,7 @@ async def _stopped(supervisors: list[HostPluginSupervisor]) -> None:
     with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_SECONDS):
         for supervisor in supervisors:
             await supervisor.ended.wait()
+
+
+if TYPE_CHECKING:
+    _CONTRACT: type[HostPluginContext] = HostPluginContextImpl  # mypy holds the context to its contract

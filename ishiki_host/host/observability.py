@@ -8,7 +8,12 @@ shared parts, because both take what it gives:
   latency and tokens;
 - ``turn_listeners()`` get every turn's report: the answered-message line, the tool counts, the metrics;
 - ``syncer()`` is the fsync of every fact log: ``os.fsync``, timed into the metrics (``None`` without
-  metrics: the fact log's own default, untimed).
+  metrics: the fact log's own default, untimed);
+- ``logs`` is the host's log tail (``HostLogTail``, what host plugins read as ``HostPluginContext.logs``): the
+  host keeps it on the root logger from its start to its stop (``logs.installed()``), so it holds what every
+  logger of the process said meanwhile (a second host in the same process too: see ``observe.logtail``);
+- ``activity`` counts turns by minute and what is logged at ERROR over the last hour (``observe.activity``),
+  for the report's ``activity`` block (the dashboard's overview).
 
 Metrics exist only where they can be read: with ``http.listen`` set and ``http.metrics`` on (the default).
 ``start`` mounts ``/readyz`` and (with metrics) ``/metrics`` when the server listens, and starts the control
@@ -30,11 +35,13 @@ from ishiki_host.observe import (
     AnsweredLog,
     ControlServer,
     HostMetrics,
+    RecentActivity,
     StateCollector,
     UsageRecorder,
     metrics_handler,
     ready_handler,
 )
+from ishiki_host.observe.logtail import HostLogTail
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -69,11 +76,16 @@ class HostObservability:
             lambda fn, name: host.services.spawn(fn, name=name),
         )
         self.answered = AnsweredLog(host.clock)
+        self.logs = HostLogTail()
+        self.activity = RecentActivity(host.clock)
         self.control = ControlServer(settings.data_dir / CONTROL_SOCKET, {"status": self.report})
 
     def report(self) -> dict[str, Any]:
-        """The report ``ishiki status`` prints (``ishiki_host.host.report.host_report``)."""
-        return host_report(self._host, self._started_at)
+        """The report ``ishiki status`` prints (``ishiki_host.host.report.host_report``), with the ``activity``
+        of the last hour (turns per minute, failed turns, errors logged)."""
+        report = host_report(self._host, self._started_at)
+        report["activity"] = self.activity.snapshot()
+        return report
 
     def call_listeners(self) -> tuple[CallListener, ...]:
         """What every gateway of the host reports its model calls to."""
@@ -82,7 +94,7 @@ class HostObservability:
 
     def turn_listeners(self) -> tuple[TurnListener, ...]:
         """What every runtime of the host reports its turns' ends to (the usage counts are written soon after)."""
-        listeners: tuple[TurnListener, ...] = (self.answered, self.usage.turn_ended)
+        listeners: tuple[TurnListener, ...] = (self.answered, self.usage.turn_ended, self.activity)
         if self.metrics is not None:
             listeners = (*listeners, self.metrics.turn_ended)
         return (*listeners, self._flush_soon)

@@ -68,9 +68,10 @@ def host_report(host: Host, started_at: float) -> dict[str, Any]:
 
 
 def profile_statuses(host: Host) -> tuple[ProfileStatus, ...]:
-    """Every profile directory of ``host`` with its state, what it misses, its errors and its runtimes alive."""
+    """Every profile directory of ``host`` with its state, what it misses, its errors, its runtimes alive and
+    the profile as loaded (``None`` when it did not load)."""
     alive = {route.profile.id: tuple(sorted(route.runtimes, key=str)) for route in host.routes}
     return tuple(
-        ProfileStatus(p.id, p.state, tuple(p.missing), tuple(p.errors), alive.get(p.id, ()))
+        ProfileStatus(p.id, p.state, tuple(p.missing), tuple(p.errors), alive.get(p.id, ()), p.profile)
         for p in sorted(host.config.profiles, key=lambda p: p.id)
     )

@@ -277,6 +277,7 @@ class ChannelSet:
             dispatch=host.dispatch,
             request_stop=lambda reason, force: self._stop_for(spec, reason, force=force),
             http_mount=lambda: host.http.mount(hook_prefix(spec)),
+            shared=host.services,
         )
 
     def _stop_for(self, spec: ChannelSpec, reason: str, *, force: bool) -> bool:

@@ -5,6 +5,7 @@ Nothing here knows the ``Host``: each part takes the narrow callables it reads (
 repository, a list of readiness problems), and the host wires them (``ishiki_host.host.observability``).
 """
 
+from ishiki_host.observe.activity import RATE_MINUTES, RecentActivity
 from ishiki_host.observe.answered import ANSWERS_LOGGER, AnsweredLog, answer_fields
 from ishiki_host.observe.control import CONTROL_SOCKET, ControlServer, ask_host
 from ishiki_host.observe.logformat import JsonFormatter, TextFormatter
@@ -19,12 +20,14 @@ __all__ = [
     "CONTROL_SOCKET",
     "FLUSH_SECONDS",
     "METRICS_PATH",
+    "RATE_MINUTES",
     "READY_PATH",
     "AnsweredLog",
     "ControlServer",
     "HostMetrics",
     "HostState",
     "JsonFormatter",
+    "RecentActivity",
     "StateCollector",
     "TextFormatter",
     "UsageRecorder",

@@ -24,6 +24,7 @@ from ishiki_host.config.services import EXTENSION_GROUP, PROVIDER_GROUP, Service
 from ishiki_host.errors import ConfigError, PluginAPIIncompatible, PluginLoadFailed
 from ishiki_host.jsontypes import Json
 from ishiki_host.plugins.base import GROUPS
+from ishiki_host.plugins.hostplugin import InstalledPlugin
 from ishiki_host.plugins.validate import check_plugin
 
 __all__ = ["BUILTIN_DISTRIBUTION", "PluginRegistry", "ServiceRecord", "discover"]
@@ -76,6 +77,10 @@ class ServiceRecord:
             "status": self.status,
             "error": self.error,
         }
+
+    def as_installed(self) -> InstalledPlugin:
+        """The record as host plugins see it (``HostPluginContext.installed``)."""
+        return InstalledPlugin(self.group, self.name, self.target, self.distribution, self.version, self.error)
 
     def as_error(self) -> ConfigError:
         """The failure as a ``ConfigError`` (``PluginAPIIncompatible`` or ``PluginLoadFailed``)."""
@@ -131,6 +136,11 @@ class PluginRegistry:
         return tuple(
             n for n in self.names(EXTENSION_GROUP) if (s := self.spec(f"{EXTENSION_GROUP}.{n}")) and s.default_enabled
         )
+
+    def installed(self) -> tuple[InstalledPlugin, ...]:
+        """Every record (loaded or not) as an ``InstalledPlugin``, sorted by group and name: what ``ishiki
+        plugins`` lists."""
+        return tuple(record.as_installed() for record in self.records)
 
     @property
     def errors(self) -> tuple[ServiceRecord, ...]:

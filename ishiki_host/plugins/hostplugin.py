@@ -19,7 +19,7 @@ a reload. It never holds the ``Host`` itself.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -33,12 +33,27 @@ if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from ishiki_host.addresses.keys import RuntimeKey
+    from ishiki_host.config.models import ModelsConfig
+    from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.clock import Clock
+    from ishiki_host.core.tools import Tool
     from ishiki_host.errors import ConfigError
     from ishiki_host.ingress.types import HttpMount
+    from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.plugins.services import HostServices
+    from ishiki_host.store.repos.beat_types import Beat, BeatRun, BeatSpec
 
-__all__ = ["RESERVED_PREFIXES", "HostPlugin", "HostPluginContext", "HostPluginInstance", "ProfileStatus"]
+__all__ = [
+    "RESERVED_PREFIXES",
+    "HeartbeatAdmin",
+    "HostPlugin",
+    "HostPluginContext",
+    "HostPluginInstance",
+    "InstalledPlugin",
+    "LogLine",
+    "LogTail",
+    "ProfileStatus",
+]
 
 RESERVED_PREFIXES = frozenset({"/hooks", "/healthz", "/readyz", "/metrics"})
 """Paths of the host's own (channels' webhooks, health, readiness, metrics) that no host plugin may mount: a
@@ -59,6 +74,104 @@ class ProfileStatus:
     missing: tuple[str, ...] = ()
     errors: tuple[ConfigError, ...] = ()
     runtimes: tuple[RuntimeKey, ...] = ()
+    profile: Profile | None = None
+    """The loaded profile (its persona, channels, ``extends``), ``None`` when it did not load (``invalid``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One line of the host's log as ``HostPluginContext.logs`` keeps it: ``seq`` counts from 1 over the host's
+    life, ``ts`` is wall-clock seconds, ``level`` the level's name (``INFO``), ``message`` the formatted
+    message (with the traceback's last line when there was one)."""
+
+    seq: int
+    ts: float
+    level: str
+    logger: str
+    message: str
+
+
+class LogTail(Protocol):
+    """The host's most recent log lines (a bounded ring: the last 2,000), for a plugin to show."""
+
+    def recent(self, limit: int = 200, *, min_level: str = "DEBUG", after: int = 0) -> tuple[LogLine, ...]:
+        """The last ``limit`` lines at ``min_level`` (a level name) or above whose ``seq`` is above ``after``,
+        oldest first; ``ValueError`` for an unknown level name."""
+        ...
+
+    @property
+    def last_seq(self) -> int:
+        """The ``seq`` of the newest line (0 before the first)."""
+        ...
+
+    async def wait_after(self, seq: int) -> None:
+        """Return once a line newer than ``seq`` exists (at once when one does)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledPlugin:
+    """One entry point of the host's plugin groups (``ishiki plugins`` lists them): ``group`` such as
+    ``ishiki.channel``, ``name``, ``target`` (``module:Class``), the distribution and version that ship it,
+    and ``error`` when it did not load (or speaks another plugin API)."""
+
+    group: str
+    name: str
+    target: str
+    distribution: str | None = None
+    version: str | None = None
+    error: str | None = None
+
+
+class HeartbeatAdmin(Protocol):
+    """The host's heartbeats, as an operator's tool manages them (``HostPluginContext.heartbeats``).
+
+    Beats made here are user beats (``managed`` false) and run on the host's scheduler from the next tick;
+    managed beats (from ``heartbeats.json``, or the host's own) are read-only: ``source`` names where they
+    come from. A bad field raises ``BeatInvalid`` whose ``field`` names it (``cron``, ``timezone``, ``target``,
+    ``text``, ``id``, ``type``); a managed beat or an unknown id raises ``BeatRefused``.
+    """
+
+    async def beats(self) -> list[Beat]:
+        """Every beat, managed and not, oldest first."""
+        ...
+
+    async def get(self, beat_id: str) -> Beat | None:
+        """One beat, or ``None``."""
+        ...
+
+    async def runs(self, beat_id: str, *, limit: int = 20) -> list[BeatRun]:
+        """The beat's last runs, newest first."""
+        ...
+
+    def source(self, beat: Beat) -> str | None:
+        """Where a managed beat comes from (``heartbeats.json`` in the config directory, or ``ishiki.yaml``
+        for the host's own), ``None`` for a user beat."""
+        ...
+
+    def paused(self, beat: Beat) -> bool:
+        """Whether the beat is paused (it keeps its definition and does not run until resumed)."""
+        ...
+
+    async def create(self, spec: BeatSpec, *, created_by: str) -> Beat:
+        """Store and schedule a user beat; ``BeatInvalid`` for a bad field or an id in use."""
+        ...
+
+    async def update(self, spec: BeatSpec) -> Beat:
+        """Replace a user beat's definition (its next run follows the new schedule)."""
+        ...
+
+    async def pause(self, beat_id: str) -> Beat:
+        """Stop a user beat from running, keeping it."""
+        ...
+
+    async def resume(self, beat_id: str) -> Beat:
+        """Schedule a paused user beat again, from now."""
+        ...
+
+    async def delete(self, beat_id: str) -> None:
+        """Delete a user beat (its past runs stay)."""
+        ...
 
 
 class HostPluginInstance(Protocol):
@@ -122,6 +235,37 @@ class HostPluginContext(Protocol):
     def request_reload(self) -> None:
         """Ask the host to reload its config directory soon (in its own task: a reload may restart this
         plugin, so it never runs in the plugin's task). Returns at once."""
+        ...
+
+    def runtime(self, key: RuntimeKey) -> RuntimeContext | None:
+        """The runtime ``key`` while it is alive (its fact log, bus, sessions), never spawning one; ``None``
+        when it is not running. Read it; what it writes is the runtime's own."""
+        ...
+
+    async def tools(self, key: RuntimeKey) -> Sequence[Tool] | None:
+        """Every tool a turn of the live runtime ``key`` could offer, before switches and trust filter them
+        (what ``/tools`` lists); ``None`` when it is not running."""
+        ...
+
+    @property
+    def heartbeats(self) -> HeartbeatAdmin | None:
+        """The host's heartbeats to list and manage; ``None`` when the host runs none (it has no memory database,
+        or ``ishiki.ext.heartbeat`` is not installed) and until its heartbeats start, just after the host plugins
+        do: read it when it is needed, not in ``create``."""
+        ...
+
+    @property
+    def logs(self) -> LogTail:
+        """The host's recent log lines."""
+        ...
+
+    def installed(self) -> tuple[InstalledPlugin, ...]:
+        """Every plugin entry point the host found, with its load error if any, sorted by group and name."""
+        ...
+
+    def models(self) -> ModelsConfig:
+        """The ``models.yaml`` the host runs now: providers with their models (and ``price``) and groups, every
+        credential shown as ``<hidden>``. Read it on each use: a reload may change it."""
         ...
 
 

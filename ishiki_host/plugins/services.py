@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
+
+from ishiki_host.core.shared import ServiceKey, SharedObjects
 
 if TYPE_CHECKING:
     from ishiki_host.plugins.runtime_api import RuntimeContext
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "HostServices", "RuntimeDirectory", "ServiceKey", "Spawn"]
 
-T = TypeVar("T")
-
 DEFAULT_MEMORY_LIMIT = 20
 """Memories retrieved into a turn's prompt when ``ishiki.yaml`` says nothing (``memory.limit``)."""
 
@@ -34,14 +33,6 @@ Spawn = Callable[[Callable[[], Awaitable[object]], str], None]
 """``spawn(fn, name)``: run ``fn()`` in a task group; a failure is logged with ``name``."""
 
 logger = logging.getLogger("ishiki_host.services")
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceKey(Generic[T]):
-    """The typed name of a host-wide object plugins share (``ServiceKey("mcp", MCPManager)``)."""
-
-    name: str
-    kind: type[T]
 
 
 class RuntimeDirectory(Protocol):
@@ -58,7 +49,7 @@ class RuntimeDirectory(Protocol):
         ...
 
 
-class HostServices:
+class HostServices(SharedObjects):
     """What a host shares with every runtime's plugins (see the module docstring).
 
     The attributes are the host's to set; plugins read them. ``memory`` is ``None`` when the host could not
@@ -76,6 +67,7 @@ class HostServices:
         runtimes: RuntimeDirectory | None = None,
         spawn: Spawn | None = None,
     ):
+        super().__init__()
         self.timezone = timezone
         self.memory = memory
         self.memory_error = memory_error
@@ -83,23 +75,6 @@ class HostServices:
         self.memory_scope: ScopeMode = memory_scope  # memory.scope of ishiki.yaml: which memories a reader recalls
         self.runtimes = runtimes
         self._spawn = spawn
-        self._shared: dict[str, object] = {}
-
-    def get(self, key: ServiceKey[T]) -> T | None:
-        """The object shared under ``key``, if any."""
-        found = self._shared.get(key.name)
-        return self._checked(key, found) if found is not None else None
-
-    def setdefault(self, key: ServiceKey[T], make: Callable[[], T]) -> T:
-        """The object shared under ``key``, made with ``make()`` (and shared) on first use."""
-        found = self._shared.get(key.name)
-        if found is None:
-            found = self._shared[key.name] = make()
-        return self._checked(key, found)
-
-    def put(self, key: ServiceKey[T], value: T) -> None:
-        """Share ``value`` under ``key`` (replacing what was there); ``TypeError`` when it is not a ``key.kind``."""
-        self._shared[key.name] = self._checked(key, value)
 
     def spawn(self, fn: Callable[[], Awaitable[object]], *, name: str) -> None:
         """Run ``fn()`` in the host's task group: work that outlives the runtime that started it (a server
@@ -113,12 +88,6 @@ class HostServices:
     def can_spawn(self) -> bool:
         """Whether ``spawn`` has a task group to run in."""
         return self._spawn is not None
-
-    @staticmethod
-    def _checked(key: ServiceKey[T], value: object) -> T:
-        if not isinstance(value, key.kind):
-            raise TypeError(f"services[{key.name!r}] holds a {type(value).__name__}, not a {key.kind.__name__}")
-        return value
 
 
 async def run_logged(fn: Callable[[], Awaitable[object]], name: str) -> None:

@@ -175,7 +175,7 @@ class AgentRuntime:
 
             self._disclosure = ToolDisclosure(self._context)
             self._disclosure.install(self._surface, self._bus)
-        view = RuntimeView(
+        view = self._view = RuntimeView(
             self._context, self._extensions, self._base_tools, self._wait_tool,
             connection=lambda: shared.outlets.connection(key.sid) if key.sid is not None else None,
             channels=shared.channels,
@@ -201,6 +201,10 @@ class AgentRuntime:
     def context(self) -> RuntimeContext:
         """The runtime as its plugins see it."""
         return self._context
+
+    async def tool_surface(self) -> Sequence[Tool]:
+        """Every tool a turn could offer before switches and trust filter them, as ``/tools`` lists them."""
+        return await self._view.tool_surface()
 
     @property
     def state(self) -> str:

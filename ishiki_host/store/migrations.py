@@ -96,6 +96,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        5,
+        "heartbeat.paused: a beat an operator paused keeps its definition and does not run until resumed",
+        # Beats made before are not paused.
+        ("ALTER TABLE heartbeat ADD COLUMN paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1))",),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

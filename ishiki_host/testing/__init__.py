@@ -13,6 +13,7 @@ from ishiki_host.core.turns import CallContext
 from ishiki_host.gateway.gateway import Gateway
 from ishiki_host.gateway.scheduler import SchedulerConfig
 from ishiki_host.ingress import HttpIngress
+from ishiki_host.observe.logtail import HostLogTail
 from ishiki_host.plugins.discovery import PluginRegistry, ServiceRecord, discover
 from ishiki_host.testing.channel_host import FakeChannelHost, FakeDelivery
 from ishiki_host.testing.channels import FakeChannel, FakeConnection, SentMessage
@@ -52,6 +53,7 @@ __all__ = [
     "FakeOpenAIServer",
     "FunctionModel",
     "Gateway",
+    "HostLogTail",
     "HttpIngress",
     "LoopbackServer",
     "MakeHost",

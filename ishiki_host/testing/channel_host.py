@@ -26,6 +26,9 @@ keys repeats (``ishiki_host.channels.repeats.event_identity``). ``capture=False`
 
 Webhooks: ``http_mount()`` mounts ``http_prefix`` on ``http``, a real server on the loopback interface
 (``ishiki_host.testing.serve_http``), so a test posts to ``mount.local_url`` as the platform would.
+
+``shared`` is the host's shared objects as the channel sees them: a ``SharedObjects()`` of its own, or the one
+given (pass a ``FakeHostPluginContext``'s ``services`` to test a channel and a host plugin that meet there).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ishiki_host.channels.events import Attachment
 from ishiki_host.channels.repeats import event_identity
 from ishiki_host.config.host import HttpSettings
 from ishiki_host.core.clock import Clock, FakeClock
+from ishiki_host.core.shared import SharedObjects
 from ishiki_host.ingress import HttpIngress
 from ishiki_host.resources import AssetFetchers, Blob, RuntimeResources, create_runtime_resources
 
@@ -87,8 +91,10 @@ class FakeChannelHost:
         capture: bool = True,
         http: HttpIngress | None = None,
         http_prefix: str = "/hooks/test/0",
+        shared: SharedObjects | None = None,
     ):
         self.http = http if http is not None else HttpIngress(HttpSettings())
+        self.shared = shared if shared is not None else SharedObjects()
         self.http_prefix = http_prefix
         self.clock: Clock = clock or FakeClock()
         self.rng = rng or random.Random(0)

@@ -29,6 +29,7 @@ from ishiki_host.testing.registry import registry_with
 
 if TYPE_CHECKING:
     from ishiki_host.plugins.discovery import PluginRegistry
+    from ishiki_host.plugins.hostplugin import HostPluginContext, HostPluginInstance
     from ishiki_host.testing.fake_models import FakeModelServer
 
 __all__ = [
@@ -156,6 +157,22 @@ class TestHost:
         if not isinstance(connection, FakeConnection):
             raise LookupError(f"no fake channel {sid} is running (running: {', '.join(self.host.directory.sids())})")
         return connection
+
+    def plugin_context(self, name: str) -> HostPluginContext:
+        """The ``HostPluginContext`` the host made for host plugin ``name`` (what the plugin sees of the host);
+        ``LookupError`` when ``ishiki.yaml`` does not configure it."""
+        supervisor = self.host.host_plugins.supervisor(name)
+        if supervisor is None:
+            raise LookupError(f"host plugin {name} is not running (is it under plugins in ishiki.yaml?)")
+        return supervisor.context
+
+    def plugin_instance(self, name: str) -> HostPluginInstance | None:
+        """The running life of host plugin ``name`` (what its ``create`` returned), ``None`` before the first
+        start; ``LookupError`` when ``ishiki.yaml`` does not configure it."""
+        supervisor = self.host.host_plugins.supervisor(name)
+        if supervisor is None:
+            raise LookupError(f"host plugin {name} is not running (is it under plugins in ishiki.yaml?)")
+        return supervisor.instance
 
     async def __aenter__(self) -> TestHost:
         await self._stack.enter_async_context(self.host)

@@ -17,6 +17,11 @@ Without ``http`` (a running ``serve_http()``), entering ``http_mount()`` raises 
 ``http.listen`` does; a name whose path the host serves itself (``hooks``, ``healthz``...) is refused as the
 host refuses it. ``status()`` is a fresh copy of ``report`` when one is set, and otherwise a report shaped like
 ``ishiki status --json``'s, made from ``profiles`` and ``http`` on each call.
+
+The rest of the host is what the test puts there: ``runtimes`` (the live runtimes by key, e.g. a
+``TestHarness``'s ``runtime.context``) and ``tool_surfaces`` (what ``tools(key)`` lists), ``heartbeat_admin``
+(``None``: a host without heartbeats), ``installed_plugins``; ``logs`` is a real ``HostLogTail`` the test
+feeds with ``ctx.logs.write("WARNING", "disk almost full")`` (or by logging through ``ctx.logs.installed()``).
 """
 
 from __future__ import annotations
@@ -24,21 +29,28 @@ from __future__ import annotations
 import copy
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ishiki_host._version import __version__
 from ishiki_host.config.host import HttpSettings
+from ishiki_host.config.models import ModelsConfig
 from ishiki_host.core.clock import Clock, FakeClock
 from ishiki_host.errors import IngressError
 from ishiki_host.ingress import HttpIngress
+from ishiki_host.observe.activity import RecentActivity
+from ishiki_host.observe.logtail import HostLogTail
 from ishiki_host.plugins.hostplugin import RESERVED_PREFIXES, ProfileStatus
 from ishiki_host.plugins.services import HostServices
 
 if TYPE_CHECKING:
+    from ishiki_host.addresses.keys import RuntimeKey
+    from ishiki_host.core.tools import Tool
     from ishiki_host.ingress.types import HttpMount
     from ishiki_host.jsontypes import Json
+    from ishiki_host.plugins.hostplugin import HeartbeatAdmin, HostPluginContext, InstalledPlugin
+    from ishiki_host.plugins.runtime_api import RuntimeContext
 
 __all__ = ["FakeHostPluginContext"]
 
@@ -48,7 +60,8 @@ class FakeHostPluginContext:
 
     ``root`` holds the plugin's ``state_dir`` (``root/state``, created on first access). The clock defaults to a
     ``FakeClock``, ``services`` to an empty ``HostServices()`` (no memory, no runtimes, no ``spawn``), the
-    logger to ``ishiki_host.hostplugin.<name>``.
+    logger to ``ishiki_host.hostplugin.<name>``; no runtime is alive, no heartbeats, nothing installed, no models,
+    and the log tail is empty until the test writes to it.
     """
 
     def __init__(
@@ -62,6 +75,9 @@ class FakeHostPluginContext:
         services: HostServices | None = None,
         profiles: tuple[ProfileStatus, ...] = (),
         report: Mapping[str, Json] | None = None,
+        heartbeats: HeartbeatAdmin | None = None,
+        installed: Sequence[InstalledPlugin] = (),
+        models: ModelsConfig | None = None,
     ):
         self.name = name
         self.clock: Clock = clock or FakeClock()
@@ -71,6 +87,13 @@ class FakeHostPluginContext:
         self.profile_statuses = profiles
         self.report = report
         self.reloads = 0
+        self.runtimes: dict[RuntimeKey, RuntimeContext] = {}
+        self.tool_surfaces: dict[RuntimeKey, Sequence[Tool]] = {}
+        self.heartbeat_admin = heartbeats
+        self.logs = HostLogTail()
+        self.activity = RecentActivity(self.clock)  # the made report's ``activity``: a test may count turns into it
+        self.installed_plugins = tuple(installed)
+        self.models_config = models if models is not None else ModelsConfig()
         self._root = Path(root)
         self._started = self.clock.monotonic()
 
@@ -101,6 +124,28 @@ class FakeHostPluginContext:
         """Count the request (``reloads``); nothing reloads."""
         self.reloads += 1
 
+    def runtime(self, key: RuntimeKey) -> RuntimeContext | None:
+        """``runtimes[key]``, or ``None``."""
+        return self.runtimes.get(key)
+
+    async def tools(self, key: RuntimeKey) -> Sequence[Tool] | None:
+        """``tool_surfaces[key]``, or ``None``."""
+        return self.tool_surfaces.get(key)
+
+    @property
+    def heartbeats(self) -> HeartbeatAdmin | None:
+        """``heartbeat_admin`` (pass ``heartbeats=``, or set it)."""
+        return self.heartbeat_admin
+
+    def installed(self) -> tuple[InstalledPlugin, ...]:
+        """``installed_plugins``, sorted by group and name as the host sorts them."""
+        return tuple(sorted(self.installed_plugins, key=lambda p: (p.group, p.name)))
+
+    def models(self) -> ModelsConfig:
+        """``models_config`` (pass ``models=``, or set it; empty by default), credentials hidden as the host
+        hides them."""
+        return self.models_config.redacted()
+
     def _made_report(self) -> dict[str, Json]:
         shown = self.profiles()
         return {
@@ -119,6 +164,7 @@ class FakeHostPluginContext:
             "gateway": {},
             "http": self.http.status(),
             "ready": _readiness(shown),
+            "activity": self.activity.snapshot(),
         }
 
 
@@ -134,3 +180,7 @@ def _profile_report(profile: ProfileStatus) -> dict[str, Json]:
 def _readiness(profiles: tuple[ProfileStatus, ...]) -> dict[str, Json]:
     problems = [] if any(p.state == "ready" for p in profiles) else ["no profile is active"]
     return {"ready": not problems, "problems": problems}
+
+
+if TYPE_CHECKING:
+    _CONTRACT: type[HostPluginContext] = FakeHostPluginContext  # mypy holds the fake to the contract

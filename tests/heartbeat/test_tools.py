@@ -224,3 +224,11 @@ async def test_render_beats_lists_soonest_first(tools: dict[str, Tool], ctx: Any
     assert "one-time reminder, cron '0 9 24 12 *' (Europe/Berlin), next Tue 2024-12-24 09:00 CET" in lines[3]
     assert lines[2].endswith("…")
     assert len(lines[2].rsplit(": ", 1)[1]) == 80
+
+
+async def test_render_beats_says_a_paused_beat_is_paused(tools: dict[str, Tool], ctx: Any, store: MemoryStore) -> None:
+    await _call(tools, "set_beat", ctx, text="noon", cron="0 12 * * *", type="reminder")
+    (beat,) = await store.heartbeats.find()
+    await store.heartbeats.pause(beat.id)
+    (line,) = render_beats(await store.heartbeats.find(), "UTC").splitlines()[1:]
+    assert "cron '0 12 * * *' (UTC), paused, to " in line

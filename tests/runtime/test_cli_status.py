@@ -57,7 +57,9 @@ def test_status_of_a_running_host_then_of_none(
     assert "  console  running  console:local  restarts 0, errors 0" in lines
     assert "  fake:fake-model  closed" in lines
     assert any(line.startswith("  fake  1 calls, 0 failed, 321 tokens in, 12 out") for line in lines)
-    assert lines[-1] == "http: off (set http.listen in ishiki.yaml to serve webhooks, /metrics and /readyz)"
+    assert lines[-2] == "http: off (set http.listen in ishiki.yaml to serve webhooks, /metrics and /readyz)"
+    assert lines[-1].startswith("activity: ")
+    assert "1 in the last hour (0 failed), 0 errors logged" in lines[-1]
 
     code, out, err = start_ishiki("status", str(root), "--json").finish(input="")
     assert code == 0, err
@@ -68,6 +70,7 @@ def test_status_of_a_running_host_then_of_none(
     assert report["channels"]["console"]["state"] == "running"
     assert report["ready"] == {"ready": True, "problems": []}
     assert report["gateway"]["members"]["fake:fake-model"]["state"] == "closed"
+    assert report["activity"]["turnsLastHour"] == 1
 
     running.signal(signal.SIGTERM)
     assert running.finish()[0] == 0

@@ -17,7 +17,7 @@ EXAMPLES = {
     "wakeup": "chance",
     "toolcall": "sampling",
     "extension": "greeter",
-    "channel": "webchat",
+    "channel": "chatroom",
     "provider": "jsonapi",
     "host": "board",
 }

@@ -27,7 +27,7 @@ EXAMPLES = {
     "wakeup": "chance",
     "toolcall": "sampling",
     "extension": "greeter",
-    "channel": "webchat",
+    "channel": "chatroom",
     "provider": "jsonapi",
     "host": "board",
 }

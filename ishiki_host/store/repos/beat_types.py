@@ -67,7 +67,7 @@ class BeatSpec:
 
 @dataclass(frozen=True, slots=True)
 class Beat:
-    """A stored beat: its definition plus who made it and when it runs."""
+    """A stored beat: its definition plus who made it, when it runs, and whether it is paused."""
 
     id: str
     text: str
@@ -83,6 +83,8 @@ class Beat:
     created_at: float
     updated_at: float
     trust: TrustLevel | None = None
+    paused: bool = False
+    """Paused by an operator (``HeartbeatAdmin.pause``): the scheduler passes it over until it is resumed."""
 
     @property
     def spec(self) -> BeatSpec:
@@ -97,7 +99,7 @@ class Beat:
         target = BeatTarget(row[5], row[6], row[7]) if row[5] is not None else None
         return cls(
             row[0], row[1], row[2], row[3], row[4], target, bool(row[8]), bool(row[9]), row[10], row[11], row[12],
-            row[13], row[14], row[15],
+            row[13], row[14], row[15], bool(row[16]),
         )  # fmt: skip
 
 

@@ -4,7 +4,8 @@ This repository stores and orders beats; it does not parse cron. Whoever compute
 ``next_run`` times in (or a ``schedule`` function to ``sync_managed``). Beats from ``heartbeats.json`` are
 ``managed``: ``sync_managed`` keeps them equal to the file by id and never touches the others, and ``update``
 and ``delete`` refuse a managed beat unless told otherwise. A spent one-time managed beat should be kept with
-``next_run = None`` rather than deleted, or the next sync would add it again.
+``next_run = None`` rather than deleted, or the next sync would add it again. A paused user beat (``pause``)
+keeps its row and is never ``due`` (nor ``next_due``) until ``resume`` gives it a next run again.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ RUN_OUTCOMES: tuple[RunOutcome, ...] = get_args(RunOutcome)
 Schedule = Callable[[BeatSpec], "float | None"]
 """Computes a beat's next run time; called inside ``sync_managed`` for new beats and changed schedules."""
 
-_COLUMNS = (
+_WRITTEN = (
     "id, text, type, cron, timezone, target_profile, target_sid, target_channel, recurring, managed, created_by, "
     "last_run, next_run, created_at, updated_at, trust"
 )
+_COLUMNS = f"{_WRITTEN}, paused"  # a new beat is not paused: the column's default
 _RUN_COLUMNS = "id, beat_id, started_at, finished_at, outcome, output"
 
 
@@ -56,7 +58,7 @@ def _target(spec: BeatSpec) -> tuple[str | None, str | None, str | None]:
 def _insert(conn: sqlite3.Connection, w: _Write, *, managed: bool, created_by: str | None) -> None:
     s = w.spec
     conn.execute(
-        f"INSERT INTO heartbeat ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
+        f"INSERT INTO heartbeat ({_WRITTEN}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
         (s.id, s.text, s.type, s.cron, s.timezone, *_target(s), int(s.recurring), int(managed), created_by,
          w.next_run, w.now, w.now, s.trust),
     )  # fmt: skip
@@ -221,17 +223,38 @@ class HeartbeatRepo:
             )
         )
 
+    async def pause(self, beat_id: str) -> Beat:
+        """Pause a user beat (kept as it is, never due until resumed); ``StoreError`` for an unknown or managed
+        one."""
+        return await self._user_change(beat_id, "paused = 1", ())
+
+    async def resume(self, beat_id: str, *, next_run: float | None) -> Beat:
+        """Resume a user beat with ``next_run`` as its next run (paused or not); ``StoreError`` as ``pause``."""
+        return await self._user_change(beat_id, "paused = 0, next_run = ?", (next_run,))
+
+    async def _user_change(self, beat_id: str, assignments: str, params: tuple[object, ...]) -> Beat:
+        now = self._clock.now()
+
+        def run(conn: sqlite3.Connection) -> Beat:
+            _existing(conn, beat_id, allow_managed=False)
+            conn.execute(f"UPDATE heartbeat SET {assignments}, updated_at = ? WHERE id = ?", (*params, now, beat_id))
+            return _existing(conn, beat_id, allow_managed=False)
+
+        return await self._db.write(run)
+
     async def due(self, *, now: float | None = None, limit: int = 100) -> list[Beat]:
-        """Beats whose next run is at or before ``now`` (the clock's by default), earliest first."""
+        """Beats not paused whose next run is at or before ``now`` (the clock's by default), earliest first."""
         cutoff = self._clock.now() if now is None else now
         return await self._db.read(
-            lambda conn: _select(conn, "next_run <= ?", (cutoff,), f"ORDER BY next_run, id LIMIT {max(1, int(limit))}")
+            lambda conn: _select(
+                conn, "next_run <= ? AND paused = 0", (cutoff,), f"ORDER BY next_run, id LIMIT {max(1, int(limit))}"
+            )
         )
 
     async def next_due(self) -> Beat | None:
-        """The beat that runs next (earliest ``next_run``), if any is scheduled."""
+        """The beat not paused that runs next (earliest ``next_run``), if any is scheduled."""
         beats = await self._db.read(
-            lambda conn: _select(conn, "next_run IS NOT NULL", (), "ORDER BY next_run, id LIMIT 1")
+            lambda conn: _select(conn, "next_run IS NOT NULL AND paused = 0", (), "ORDER BY next_run, id LIMIT 1")
         )
         return beats[0] if beats else None
 

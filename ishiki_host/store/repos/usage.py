@@ -8,7 +8,9 @@ ago; another process reading the file (``ishiki usage``) sees what the running h
 
 A row counts one hour of one profile on one channel (``platform:selfId``; empty for a cross-mode runtime and
 for calls made outside any runtime) with one model or tool. ``day`` and ``hour`` are those of the host's time
-zone when the call ended (``usage_bucket``), so "today" is the host's today.
+zone when the call ended (``usage_bucket``), so "today" is the host's today. A row's ``model`` is the gateway
+member that answered (``provider:modelId``), so ``ModelsConfig.price(model)`` finds its configured price and
+``usage_cost`` prices a sum, a total or a point of ``series`` (the hourly points a chart draws).
 """
 
 from __future__ import annotations
@@ -25,17 +27,20 @@ import anyio
 from ishiki_host.errors import StoreError
 
 if TYPE_CHECKING:
+    from ishiki_host.config.models import ModelPrice
     from ishiki_host.store.db import Database
 
 __all__ = [
     "CallDimension",
     "CallTotal",
     "ToolTotal",
+    "UsagePoint",
     "UsageRepo",
     "UsageSum",
     "UsageTotals",
     "period_days",
     "usage_bucket",
+    "usage_cost",
 ]
 
 Bucket = tuple[str, int]
@@ -86,6 +91,28 @@ class CallTotal:
     channel: str
     model: str
     sum: UsageSum
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePoint:
+    """The model calls with one model in one hour (``day`` ``YYYY-MM-DD``, ``hour`` 0-23, host time zone), summed
+    over profiles and channels (or of one profile): a point of ``UsageRepo.series``."""
+
+    day: str
+    hour: int
+    model: str
+    sum: UsageSum
+
+
+def usage_cost(usage: UsageSum | CallTotal | UsagePoint, price: ModelPrice | None) -> float | None:
+    """What the tokens of ``usage`` cost at ``price`` (in ``price.currency``), or ``None`` without a price.
+
+    The price of a ``CallTotal`` or ``UsagePoint`` is that of its ``model``: ``ModelsConfig.price(usage.model)``.
+    """
+    if price is None:
+        return None
+    counted = usage if isinstance(usage, UsageSum) else usage.sum
+    return price.cost(counted.input_tokens, counted.output_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +225,15 @@ class UsageRepo:
         await self.flush()
         return await self._db.read(lambda conn: _totals(conn, first_day, last_day, profile))
 
+    async def series(self, first_day: str, last_day: str, *, profile: str | None = None) -> list[UsagePoint]:
+        """One point per hour and model with calls in the days ``first_day`` to ``last_day`` (both included), of
+        one profile or (``None``) all, in time order then by model; hours without calls have no point. Flushes
+        first."""
+        for day in (first_day, last_day):
+            _check_day(day)
+        await self.flush()
+        return await self._db.read(lambda conn: _series(conn, first_day, last_day, profile))
+
 
 def _check_day(day: str) -> None:
     try:
@@ -243,3 +279,13 @@ def _totals(conn: sqlite3.Connection, first: str, last: str, profile: str | None
     )
     tool_totals = tuple(ToolTotal(r[0], r[1], r[2], r[3]) for r in tools)
     return UsageTotals(first, last, call_totals, tool_totals)
+
+
+def _series(conn: sqlite3.Connection, first: str, last: str, profile: str | None) -> list[UsagePoint]:
+    rows = conn.execute(
+        "SELECT day, hour, model, sum(calls), sum(failures), sum(input_tokens), sum(output_tokens) "
+        "FROM usage_calls WHERE day BETWEEN ? AND ? AND (? IS NULL OR profile = ?) "
+        "GROUP BY day, hour, model ORDER BY day, hour, model",
+        (first, last, profile, profile),
+    )
+    return [UsagePoint(r[0], r[1], r[2], UsageSum(r[3], r[4], r[5], r[6])) for r in rows]

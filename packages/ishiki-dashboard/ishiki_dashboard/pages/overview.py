@@ -1,0 +1,134 @@
+"""The overview (``/``): the profiles with their state, the channels, the host plugins, how busy the host has
+been, and the Reload button (``POST /reload``, audited). ``/api/overview`` is the same as JSON.
+
+Everything comes from ``ctx.profiles()`` and ``ctx.status()`` (masked): turns per minute and errors in the last
+hour are the report's ``activity`` block, shown as "not reported" by a host whose report has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ishiki_host import HttpResponse, Json
+
+from ishiki_dashboard.app import json_response
+from ishiki_dashboard.html import Safe, badge, button_post, esc, join, masked, section, table, tag
+
+if TYPE_CHECKING:
+    from ishiki_host import ProfileStatus
+
+    from ishiki_dashboard.app import Dashboard, DashRequest
+
+__all__ = ["overview_data", "register"]
+
+
+def register(dash: Dashboard) -> None:
+    """``/``, ``/api/overview`` and ``POST /reload``."""
+
+    async def page(req: DashRequest) -> str:
+        return render(dash, overview_data(dash))
+
+    async def api(req: DashRequest) -> HttpResponse:
+        return json_response(overview_data(dash))
+
+    async def reload(req: DashRequest) -> HttpResponse:
+        dash.ctx.request_reload()
+        dash.audit("reload", {})
+        return json_response({"reloading": True}, 202)
+
+    dash.page("/", page, title="Overview", nav="overview")
+    dash.api("/api/overview", api)
+    dash.form("/reload", reload)
+
+
+def _profile(status: ProfileStatus) -> dict[str, Json]:
+    return {
+        "id": status.id,
+        "state": status.state,
+        "missing": list(status.missing),
+        "errors": [error.describe() for error in status.errors],
+        "runtimes": [str(key) for key in status.runtimes],
+    }
+
+
+def overview_data(dash: Dashboard) -> dict[str, Json]:
+    """What the overview shows, as JSON (masked)."""
+    report = dash.ctx.status()
+    host = report.get("host")
+    data: dict[str, Json] = {
+        "host": host if isinstance(host, Mapping) else {},
+        "profiles": [_profile(p) for p in dash.ctx.profiles()],
+        "channels": report.get("channels") or {},
+        "plugins": report.get("plugins") or {},
+        "activity": report.get("activity"),
+        "ready": report.get("ready"),
+    }
+    shown = masked(data)
+    assert isinstance(shown, dict)
+    return shown
+
+
+def _details(profile: Mapping[str, Any]) -> Safe:
+    if profile["missing"]:
+        return join(["waiting for: ", ", ".join(profile["missing"])])
+    if profile["errors"]:
+        return Safe("".join(tag("div", e, cls="error mono") for e in profile["errors"]))
+    return esc("")
+
+
+def _profiles(profiles: list[Any]) -> Safe:
+    rows = [(p["id"], badge(p["state"]), len(p["runtimes"]), _details(p)) for p in profiles]
+    return table(["Profile", "State", "Runtimes alive", "Details"], rows, empty="no profile directory")
+
+
+def _supervised(entries: Mapping[str, Any], first: str) -> Safe:
+    rows = [
+        (name, badge(e.get("state", "?")), e.get("restarts", 0), e.get("errors", 0), e.get("error") or "")
+        for name, e in sorted(entries.items())
+        if isinstance(e, Mapping)
+    ]
+    return table([first, "State", "Restarts", "Errors", "Last error"], rows, empty="none configured")
+
+
+def _activity(activity: Any) -> Safe:
+    if not isinstance(activity, Mapping):
+        return tag("p", "Turns and errors: not reported by this host.", cls="muted")
+    cards = [
+        ("turnsPerMinute", "turns per minute (15 min)"),
+        ("turnsLastHour", "turns in the last hour"),
+        ("failedTurnsLastHour", "failed turns in the last hour"),
+        ("errorsLastHour", "errors logged in the last hour"),
+    ]
+    body = "".join(
+        f'<div class="card"><div class="value">{esc(activity.get(key, "–"))}</div>'
+        f'<div class="label">{esc(label)}</div></div>'
+        for key, label in cards
+    )
+    return Safe(f'<div class="cards">{body}</div>')
+
+
+def render(dash: Dashboard, data: Mapping[str, Any]) -> str:
+    """The overview's body."""
+    host = data["host"]
+    ready = data.get("ready") or {}
+    problems = ready.get("problems") or [] if isinstance(ready, Mapping) else []
+    summary = join(
+        [
+            "Host ",
+            badge(host.get("phase", "?")),
+            f" · version {host.get('version', '?')} · up {host.get('uptimeSeconds', '?')} s",
+        ]
+    )
+    reload = button_post(
+        dash.url("/reload"), "Reload config", confirm="Reload the config directory now?", cls="secondary"
+    )
+    parts = [
+        tag("div", Safe(f"{summary} {reload}"), cls="toolbar"),
+        Safe("".join(tag("p", p, cls="error") for p in problems)),
+        _activity(data.get("activity")),
+        section("Profiles", _profiles(data["profiles"])),
+        section("Channels", _supervised(data["channels"], "Account")),
+        section("Host plugins", _supervised(data["plugins"], "Plugin")),
+    ]
+    return "".join(parts)

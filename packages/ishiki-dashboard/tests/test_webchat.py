@@ -1,0 +1,177 @@
+"""The web chat end to end: the ``web`` channel in a real host, the chat page and its stream over real HTTP.
+
+A message said through ``POST /chat/say`` reaches the persona (the fake model gets it) and the reply arrives on
+``/chat/stream`` as an HTML fragment, after the echo of the message; the hub drops a slow tab's oldest events
+instead of blocking a send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from ishiki_host.testing import FakeOpenAIServer, TestHost, host_yaml, models_yaml, profile_yaml, write_config
+
+from ishiki_dashboard.webchat.channel import WebChannel
+from ishiki_dashboard.webchat.hub import WEB_HUB, WebHub
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "web-chat-test-token"
+WAIT = 20.0
+"""The longest any one wait may take before the test fails (it never sleeps)."""
+ACCOUNT = "dashboard"
+
+
+def web_host_yaml() -> str:
+    """An ``ishiki.yaml`` with the fake channel, the ``web`` account ``dashboard`` and the dashboard."""
+    accounts = f"[{{self_id: bot}}]\n  web:\n    accounts: [{{id: {ACCOUNT}}}]"
+    return host_yaml(accounts, extra=f"http: {{listen: '127.0.0.1:0'}}\nplugins:\n  dashboard: {{token: {TOKEN}}}\n")
+
+
+def web_profile(*, owner: bool = True) -> str:
+    """The profile ``ana`` on the fake channel and on ``web:dashboard``, with ``web:admin`` an owner or not."""
+    trust = "trust: {owners: ['web:admin']}\n" if owner else ""
+    return profile_yaml(f"fake:bot: ['*']\nweb:{ACCOUNT}: ['*']", extra=trust)
+
+
+@asynccontextmanager
+async def web_dash(tmp_path: Path, model: FakeOpenAIServer, *, owner: bool = True) -> AsyncIterator[Any]:
+    """A host with the web chat on and the dashboard, and a client logged in to it (``conftest.Dash``'s
+    ``client``, ``model``, ``post`` and ``ctx``); the ``web`` channel is registered by name, so the test does
+    not depend on the installed entry points being current."""
+    root = write_config(
+        tmp_path / "bot", profiles={"ana": web_profile(owner=owner)}, models=models_yaml(model), host=web_host_yaml()
+    )
+    async with TestHost(root, plugins={"ishiki.channel.web": WebChannel}) as th:
+        base = f"{str(th.host.http.base_url).rstrip('/')}/dashboard"
+        async with httpx.AsyncClient(base_url=base) as client:
+            assert (await client.post("/login", data={"token": TOKEN})).status_code == 303
+            csrf = (await client.get("/api/session")).json()["csrf"]
+            yield _WebDash(th, client, csrf, model)
+
+
+class _WebDash:
+    def __init__(self, th: TestHost, client: httpx.AsyncClient, csrf: str, model: FakeOpenAIServer):
+        self.th, self.client, self.csrf, self.model = th, client, csrf, model
+
+    @property
+    def ctx(self) -> Any:
+        return self.th.host.host_plugins.supervisor("dashboard").context
+
+    async def post(self, path: str, **options: Any) -> httpx.Response:
+        return await self.client.post(path, headers={"X-CSRF-Token": self.csrf}, **options)
+
+
+@asynccontextmanager
+async def sse(client: httpx.AsyncClient, path: str) -> AsyncIterator[AsyncIterator[tuple[str, str]]]:
+    """The ``(event, data)`` pairs of a server-sent event stream (``message`` when unnamed)."""
+    async with client.stream("GET", path) as answer:
+        assert answer.status_code == 200, answer.status_code
+        yield _events(answer.aiter_lines())
+
+
+async def _events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    name, data = "message", []
+    async for line in lines:
+        if not line:
+            if data:
+                yield name, "\n".join(data)
+            name, data = "message", []
+        elif line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+
+
+async def until(events: AsyncIterator[tuple[str, str]], text: str) -> list[tuple[str, str]]:
+    """The events up to the first whose data holds ``text``."""
+    seen = []
+    with anyio.fail_after(WAIT):
+        async for event in events:
+            seen.append(event)
+            if text in event[1]:
+                return seen
+    raise AssertionError(f"the stream ended before {text!r}: {seen}")
+
+
+async def test_a_message_reaches_the_persona_and_the_reply_arrives_on_the_stream(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with web_dash(tmp_path, fake_openai) as dash:
+        dash.model.reply("Hello from the fake model")
+        async with sse(dash.client, f"/chat/stream?account={ACCOUNT}") as events:
+            said = await dash.post("/chat/say", json={"account": ACCOUNT, "text": "hi <b>there</b>"})
+            assert said.status_code == 202, said.text
+            seen = await until(events, "Hello from the fake model")
+    texts = [data for _, data in seen]
+    assert "hi &lt;b&gt;there&lt;/b&gt;" in texts[0]  # the echo comes first, escaped
+    assert 'class="msg msg-persona"' in texts[-1]
+    prompt = dash.model.last_request.json["messages"][-1]
+    assert "hi <b>there</b>" in str(prompt["content"])
+
+
+async def test_the_page_offers_the_account_and_says_when_the_user_is_no_owner(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with web_dash(tmp_path, fake_openai, owner=False) as dash:
+        page = await dash.client.get("/chat")
+    assert page.status_code == 200
+    assert 'name="text"' in page.text
+    assert f'data-sse="/dashboard/chat/stream?account={ACCOUNT}"' in page.text
+    assert "does not list <code>web:admin</code>" in page.text
+
+
+async def test_an_owner_sees_no_notice_and_bad_input_is_shown_at_its_field(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with web_dash(tmp_path, fake_openai) as dash:
+        page = await dash.client.get("/chat")
+        empty = await dash.post("/chat/say", json={"account": ACCOUNT, "text": "  "})
+        unknown = await dash.post("/chat/say", json={"account": "nobody", "text": "hi"})
+    assert "trust.owners" not in page.text
+    assert (empty.status_code, empty.json()["field"]) == (400, "text")
+    assert (unknown.status_code, unknown.json()["field"]) == (400, "account")
+
+
+async def test_a_slow_tab_loses_its_oldest_events_and_is_told_so() -> None:
+    hub = WebHub(queue_size=2)
+    slow = hub.subscribe(ACCOUNT, "private:admin")
+    for n in range(5):
+        hub.publish(ACCOUNT, "private:admin", "sent", f"part {n}", ts=0.0)  # never waits for the reader
+    first, second, third = [await slow.next() for _ in range(3)]
+    slow.close()
+    assert first is not None
+    assert first.kind == "dropped"
+    assert first.text.startswith("3 events dropped")
+    assert [e.text for e in (second, third) if e is not None] == ["part 3", "part 4"]
+    assert await slow.next() is None
+    assert hub.followers(ACCOUNT, "private:admin") == 0
+
+
+async def test_the_channel_and_the_dashboard_share_one_hub(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    async with web_dash(tmp_path, fake_openai) as dash:
+        ctx: Any = dash.ctx
+        hub = ctx.services.setdefault(WEB_HUB, WebHub)
+        assert hub.accounts() == (ACCOUNT,)
+
+
+async def test_the_tool_calls_of_the_turn_and_its_end_arrive_on_the_stream(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    async with web_dash(tmp_path, fake_openai) as dash:
+        dash.model.tool_call("send_message", {"messages": ["Sent by a tool"]})
+        async with sse(dash.client, f"/chat/stream?account={ACCOUNT}") as events:
+            said = await dash.post("/chat/say", data={"account": ACCOUNT, "text": "use a tool"})  # as the page posts
+            assert said.status_code == 202, said.text
+            seen = await until(events, "turn ended")
+    texts = [data for _, data in seen]
+    assert any("Sent by a tool" in t and "msg-persona" in t for t in texts)
+    tool = next(t for t in texts if "msg-tool" in t)
+    assert "<code>send_message</code>" in tool
+    assert "Sent by a tool" in tool  # its arguments
