@@ -1,7 +1,10 @@
-"""``ishiki models [DIR] [--json] [--probe]``: the providers, groups and models of ``models.yaml``.
+"""``ishiki models [DIR] [--json] [--probe [--timeout S]]``: the providers, groups and models of ``models.yaml``.
 
-With ``--probe`` every model gets one tiny request (concurrently) and the report shows its latency or the
-classified error. Exit status: 0 when models.yaml has no error (and, probing, every model answered), 1
+With ``--probe`` every model gets one tiny request (concurrently, each cut at ``--timeout`` seconds, 10 by
+default, so a server that hangs costs 10 s, not its provider's whole-call timeout) and the report shows its
+latency or the classified error with the URL it went to. While probing, a line on stderr says what is probed
+and where, and one line per model as its probe ends (progress for a person at the terminal; stdout stays the
+report, JSON with ``--json``). Exit status: 0 when models.yaml has no error (and, probing, every model answered), 1
 otherwise, 2 when DIR is not a config directory.
 """
 
@@ -29,7 +32,28 @@ def register(subparsers: Any) -> None:
     add_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--probe", action="store_true", help="send every model one tiny request")
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=PROBE_TIMEOUT,
+        metavar="S",
+        help=f"seconds each probe may take (default {PROBE_TIMEOUT:g})",
+    )
     parser.set_defaults(handler=run)
+
+
+PROBE_TIMEOUT = 10.0
+"""How long one probe may take by default: long enough for a cold local model, short enough to wait for."""
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--timeout is a number of seconds, not {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"--timeout is a number of seconds above 0, not {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     registry = discover()
     config, errors = load_models(root, catalog=registry)
-    report = anyio.run(_report, root, config, registry, args.probe)
+    report = anyio.run(_report, root, config, registry, args.probe, args.timeout)
     report["errors"] = [e.as_dict() for e in errors]
     if args.json:
         print_json(report)
@@ -57,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors or failed else 0
 
 
-async def _report(root: Path, config: Any, registry: Any, probe: bool) -> dict[str, Any]:
+async def _report(root: Path, config: Any, registry: Any, probe: bool, probe_seconds: float) -> dict[str, Any]:
     from ishiki_host.config.services import PROVIDER_GROUP, service_name
     from ishiki_host.gateway import Gateway, models_report
 
@@ -66,8 +90,24 @@ async def _report(root: Path, config: Any, registry: Any, probe: bool) -> dict[s
         cls = registry.plugin(service_name(PROVIDER_GROUP, provider.api))
         if cls is not None:
             apis[provider.api] = cls()
+    if probe:
+        count = sum(len(p.models) for p in config.providers.values())
+        urls = sorted({p.base_url or f"{p.api}'s default URL" for p in config.providers.values() if p.models})
+        models = f"{count} model{'s' if count != 1 else ''}"
+        print(f"probing {models} at {', '.join(urls)} (at most {probe_seconds:g} s each)", file=sys.stderr)
     async with Gateway(config, apis, config_dir=root) as gateway:
-        return await models_report(config, gateway, probe)
+        return await models_report(config, gateway, probe, timeout_seconds=probe_seconds, on_probe=_progress)
+
+
+def _progress(result: Any, url: str | None) -> None:
+    """One stderr line as a probe ends."""
+    print(f"  {result.member}: {_probe_state(result.to_dict(), url)}", file=sys.stderr, flush=True)
+
+
+def _probe_state(probe: dict[str, Any], url: str | None) -> str:
+    if probe["ok"]:
+        return f"ok {probe['latency_seconds']:.2f}s"
+    return f"{probe['error_kind']}: {probe['error']}" + (f" ({url})" if url else "")
 
 
 def render(report: dict[str, Any]) -> list[str]:
@@ -80,7 +120,7 @@ def render(report: dict[str, Any]) -> list[str]:
         state = (model.get("breaker") or {}).get("state", "?")
         probe = model.get("probe")
         if probe is not None:
-            state = f"ok {probe['latency_seconds']:.2f}s" if probe["ok"] else f"{probe['error_kind']}: {probe['error']}"
+            state = _probe_state(probe, probe.get("url"))
         rows.append(
             [
                 model["ref"],

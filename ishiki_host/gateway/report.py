@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -13,20 +14,34 @@ if TYPE_CHECKING:
     from ishiki_host.config.models import ModelPrice, ModelsConfig
     from ishiki_host.gateway.gateway import Gateway, ProbeResult
 
-__all__ = ["models_report"]
+__all__ = ["ProbeListener", "models_report"]
 
 
-async def models_report(config: ModelsConfig, gateway: Gateway | None, probe: bool) -> dict[str, Any]:
+ProbeListener = Callable[["ProbeResult", str | None], None]
+"""Told of each probe as it ends, with the URL it went to (``None``: the API's default), as
+``ishiki models --probe`` prints its progress."""
+
+
+async def models_report(
+    config: ModelsConfig,
+    gateway: Gateway | None,
+    probe: bool,
+    *,
+    timeout_seconds: float | None = None,
+    on_probe: ProbeListener | None = None,
+) -> dict[str, Any]:
     """The report of ``config`` (each model with its ``price`` per million tokens, if configured); with a
     gateway, each model's breaker state and statistics and its provider's error and counters; with ``probe``,
-    one tiny request to every model (concurrently) with its latency or error.
+    one tiny request to every model (concurrently) with its latency or error, and the URL it went to.
 
+    Each probe takes at most ``timeout_seconds`` (``None``: the provider's own ``timeoutSeconds``), so one
+    server that hangs holds the report up no longer than that; ``on_probe`` hears of each probe as it ends.
     ``probe`` needs a gateway (``ValueError`` otherwise).
     """
     if probe and gateway is None:
         raise ValueError("probing models needs a gateway")
     status = gateway.status() if gateway is not None else None
-    probes = await _probe_all(gateway, config) if probe and gateway is not None else {}
+    probes = await _probe_all(gateway, config, timeout_seconds, on_probe) if probe and gateway is not None else {}
     providers = []
     models = []
     for provider in config.providers.values():
@@ -56,7 +71,7 @@ async def models_report(config: ModelsConfig, gateway: Gateway | None, probe: bo
             if status is not None:
                 model["breaker"] = status["members"].get(ref)
             if ref in probes:
-                model["probe"] = probes[ref].to_dict()
+                model["probe"] = {**probes[ref].to_dict(), "url": provider.base_url}
             models.append(model)
     groups = [
         {
@@ -85,14 +100,18 @@ def _price(price: ModelPrice | None) -> dict[str, Any] | None:
     }
 
 
-async def _probe_all(gateway: Gateway, config: ModelsConfig) -> dict[str, ProbeResult]:
+async def _probe_all(
+    gateway: Gateway, config: ModelsConfig, timeout_seconds: float | None, on_probe: ProbeListener | None
+) -> dict[str, ProbeResult]:
     results: dict[str, ProbeResult] = {}
 
-    async def one(member: str) -> None:
-        results[member] = await gateway.probe(member)
+    async def one(member: str, url: str | None) -> None:
+        results[member] = result = await gateway.probe(member, limit_seconds=timeout_seconds)
+        if on_probe is not None:
+            on_probe(result, url)
 
     async with anyio.create_task_group() as tg:
         for provider in config.providers.values():
             for spec in provider.models:
-                tg.start_soon(one, f"{provider.id}:{spec.id}")
+                tg.start_soon(one, f"{provider.id}:{spec.id}", provider.base_url)
     return results

@@ -141,6 +141,7 @@ async def test_probe_and_report(
         "latency_seconds": None,
         "error_kind": "auth",
         "error": "HTTP 401: invalid x-api-key",
+        "url": fake_anthropic.base_url,  # where it went: the first thing to check when a probe fails
     }
     assert models["local:llama"]["breaker"]["state"] == "closed"
     assert models["local:llama"]["groups"] == ["default"]

@@ -334,3 +334,34 @@ def test_on_a_terminal_the_console_is_an_interactive_chat(
     assert b"hi" in shown  # the terminal echoed what was typed
     assert fake_openai.last_request.json["messages"][-1]["content"] == "hi"
     assert (root / "data" / "channels" / "console" / "0" / "history").read_text().strip().endswith("hi")
+
+
+def test_ishiki_models_probe_gives_up_on_a_hanging_server_and_names_its_url(
+    start_ishiki: StartIshiki, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    root = write_config(tmp_path / "bot", profiles={"ana": ENGINES["test"]}, models=models_yaml(fake_openai))
+    fake_openai.hang()
+    code, out, err = start_ishiki("models", str(root), "--probe", "--timeout", "0.5").finish(input="")
+    assert code == 1, err
+    url = fake_openai.base_url
+    assert f"probing 1 model at {url} (at most 0.5 s each)" in err
+    (row,) = [line for line in out.splitlines() if line.strip().startswith("fake:fake-model")]
+    assert row.endswith(f"unavailable: no answer within 0.5 s ({url})")
+    assert f"  fake:fake-model: unavailable: no answer within 0.5 s ({url})" in err  # the progress line
+
+    fake_openai.hang()  # one hanging answer per probe
+    code, out, err = start_ishiki("models", str(root), "--probe", "--json", "--timeout", "0.5").finish(input="")
+    assert code == 1
+    (model,) = json.loads(out)["models"]
+    assert (model["probe"]["ok"], model["probe"]["error_kind"], model["probe"]["url"]) == (False, "unavailable", url)
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "soon", "inf", "nan"])
+def test_ishiki_models_refuses_a_timeout_that_is_no_positive_number(
+    start_ishiki: StartIshiki, fake_openai: FakeOpenAIServer, tmp_path: Path, timeout: str
+) -> None:
+    root = write_config(tmp_path / "bot", profiles={"ana": ENGINES["test"]}, models=models_yaml(fake_openai))
+    code, out, err = start_ishiki("models", str(root), "--probe", f"--timeout={timeout}").finish(input="")
+    assert (code, out) == (2, "")
+    assert "--timeout is a number of seconds" in err
+    assert repr(timeout) in err
