@@ -15,8 +15,10 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from ishiki_host import FactLog
 from ishiki_host.testing import FakeOpenAIServer, TestHost, host_yaml, models_yaml, profile_yaml, write_config
 
+from ishiki_dashboard.pages.chat import _TurnFollower
 from ishiki_dashboard.webchat.channel import WebChannel
 from ishiki_dashboard.webchat.hub import WEB_HUB, WebHub
 
@@ -175,3 +177,33 @@ async def test_the_tool_calls_of_the_turn_and_its_end_arrive_on_the_stream(
     tool = next(t for t in texts if "msg-tool" in t)
     assert "<code>send_message</code>" in tool
     assert "Sent by a tool" in tool  # its arguments
+
+
+async def test_a_message_said_during_a_turn_is_followed_to_the_end_of_its_own_turn(tmp_path: Path) -> None:
+    hub = WebHub()
+    events = hub.subscribe("dashboard", "private:admin")
+    async with await FactLog.open(tmp_path / "log.jsonl") as log:
+        first = await log.append("message", {"role": "user", "text": "one"})
+        follower = _TurnFollower(hub, "dashboard", "private:admin", log, first.id - 1, None)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follower.run)
+            await log.append("event", {"name": "turn.start"})
+            second = await log.append("message", {"role": "user", "text": "two"})  # said while turn 1 runs
+            follower.also(second.id)
+            await log.append("event", {"name": "turn.done", "reason": "sent"})
+            with anyio.fail_after(10):
+                ended = await events.next()
+            assert ended is not None
+            assert ended.kind == "done"
+            await log.append("event", {"name": "turn.start"})
+            await log.append("message", {"role": "assistant", "tool_calls": [{"id": "c1", "name": "read"}]})
+            await log.append(
+                "message", {"role": "tool", "tool_call_id": "c1", "parts": [{"type": "text", "text": "x"}]}
+            )
+            await log.append("event", {"name": "turn.done", "reason": "sent"})
+            with anyio.fail_after(10):
+                tool, done = await events.next(), await events.next()
+        # the task group ended: the follower returned after turn 2, the one that answered "two"
+    assert tool is not None
+    assert done is not None
+    assert (tool.kind, tool.text, done.kind) == ("tool", "read", "done")

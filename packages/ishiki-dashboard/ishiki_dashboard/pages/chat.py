@@ -79,6 +79,7 @@ def web_accounts(profiles: Sequence[ProfileStatus], hub: WebHub, user: str) -> l
 class _Chat:
     def __init__(self, dash: Dashboard):
         self.dash = dash
+        self._following: dict[RuntimeKey, _TurnFollower] = {}  # one a runtime: two would publish each call twice
 
     @property
     def ctx(self) -> HostPluginContext:
@@ -144,10 +145,23 @@ class _Chat:
         """Publish the tool calls of the turn the message starts, read from the runtime's log."""
         key = next((k for p in self.ctx.profiles() for k in p.runtimes if str(k) == runtime_key), None)
         runtime = self.ctx.runtime(key) if key is not None else None
-        if runtime is None or not self.ctx.services.can_spawn:
+        if key is None or runtime is None or not self.ctx.services.can_spawn:
             return
-        follower = _TurnFollower(self.hub, account, chat_of(self.dash.user), runtime.log, after, key)
-        self.ctx.services.spawn(follower.run, name=f"dashboard chat: the turn of {key}")
+        running = self._following.get(key)
+        if running is not None:
+            running.also(after)  # it reads on until the turn that answers this message too has ended
+            return
+        follower = self._following[key] = _TurnFollower(
+            self.hub, account, chat_of(self.dash.user), runtime.log, after, key
+        )
+
+        async def follow() -> None:
+            try:
+                await follower.run()
+            finally:
+                del self._following[key]
+
+        self.ctx.services.spawn(follow, name=f"dashboard chat: the turn of {key}")
 
     async def stream(self, request: DashRequest) -> HttpStream | HttpResponse:
         """The chat's events as HTML fragments (see the module docstring)."""
@@ -170,11 +184,18 @@ class _Chat:
 
 
 class _TurnFollower:
-    """Reads a runtime's log after the entry a message made until a turn ends, publishing its tool calls."""
+    """Reads a runtime's log after the entry a message made, publishing the tool calls of its turns, until a turn
+    that started after the newest message it follows has ended (``also`` adds a message said meanwhile)."""
 
     def __init__(self, hub: WebHub, account: str, chat: str, log: FactLog, after: int, key: RuntimeKey | None):
         self.hub, self.account, self.chat, self.log, self.after, self.key = hub, account, chat, log, after, key
         self.calls: dict[str, tuple[str, str]] = {}
+        self.newest = after  # the entry of the newest message followed
+        self.started = 0  # the entry of the last turn.start read
+
+    def also(self, entry_id: int) -> None:
+        """Follow on until the turn answering the message of ``entry_id`` has ended too."""
+        self.newest = max(self.newest, entry_id)
 
     async def run(self) -> None:
         while not self.log.closed:
@@ -193,10 +214,12 @@ class _TurnFollower:
                     self.calls[str(call.get("id"))] = (str(call.get("name")), _compact(call.get("arguments")))
         elif entry.type == "message" and role == "tool":
             self._publish_result(data, entry.ts)
+        elif entry.type == "event" and entry.name == "turn.start":
+            self.started = entry.id
         elif entry.type == "event" and entry.name in _TURN_ENDS:
             how = str(data.get("reason") or entry.name)
             self.hub.publish(self.account, self.chat, "done", how, ts=entry.ts)
-            return True
+            return self.started > self.newest  # a turn begun before the newest message did not answer it
         return False
 
     def _publish_result(self, data: Mapping[str, Json], ts: float) -> None:
