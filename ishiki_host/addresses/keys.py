@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
-from ishiki_host.addresses.ids import parse_channel_id, parse_sid
+from ishiki_host.addresses.ids import ChannelKind, parse_channel_id, parse_sid
 from ishiki_host.addresses.segments import MAX_SEGMENT, escape_segment, unescape_segment
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 RuntimeMode = Literal["channel", "cross"]
+_CHANNEL_KINDS: tuple[str, ...] = get_args(ChannelKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,26 @@ class RuntimeKey:
         """The key an input at ``sid``/``channel_id`` lands on, for a profile in ``mode``."""
         return cls.for_cross(profile) if mode == "cross" else cls.for_channel(profile, sid, channel_id)
 
+    @classmethod
+    def parse(cls, text: str) -> RuntimeKey | None:
+        """The key whose ``str`` is ``text`` (``profile/main``, ``profile/platform:selfId/kind:id``), ``None`` when
+        no key has it. A self id may hold ``/``: the channel id is the first ``/private:`` or ``/group:`` part
+        after which both halves make a valid key."""
+        profile, _, rest = text.partition("/")
+        if not profile or not rest:
+            return None
+        if rest == "main":
+            return _valid(profile)
+        for kind in _CHANNEL_KINDS:
+            marker = f"/{kind}:"
+            start = rest.find(marker)
+            while start > 0:
+                key = _valid(profile, rest[:start], rest[start + 1 :])
+                if key is not None:
+                    return key
+                start = rest.find(marker, start + 1)
+        return None
+
     @property
     def mode(self) -> RuntimeMode:
         """``channel`` or ``cross``."""
@@ -76,6 +97,13 @@ class RuntimeKey:
         if self.sid is None:
             return f"{self.profile}/main"
         return f"{self.profile}/{self.sid}/{self.channel_id}"
+
+
+def _valid(profile: str, sid: str | None = None, channel_id: str | None = None) -> RuntimeKey | None:
+    try:
+        return RuntimeKey(profile, sid, channel_id)
+    except ValueError:  # EventInvalid (a bad sid or channel id) is a ValueError too
+        return None
 
 
 def runtime_dir(data_dir: Path, key: RuntimeKey) -> Path:

@@ -138,3 +138,20 @@ def test_escaping_is_collision_free_even_ignoring_case(values: list[str]) -> Non
     for name, value in zip(names, values, strict=True):
         if len(name) < MAX_SEGMENT - 17:
             assert unescape_segment(name) == value
+
+
+def test_parse_is_the_inverse_of_str_with_slashes_in_self_ids() -> None:
+    for key in (
+        RuntimeKey.for_channel("ana", "web:team/a", "private:42"),
+        RuntimeKey.for_channel("ana", "telegram:bot", "group:-100/x"),
+        RuntimeKey.for_cross("ana"),
+    ):
+        assert RuntimeKey.parse(str(key)) == key
+    key = RuntimeKey.parse("ana/web:team/a/private:42")
+    assert key is not None
+    assert (key.profile, key.sid, key.channel_id) == ("ana", "web:team/a", "private:42")
+
+
+@pytest.mark.parametrize("text", ["", "ana", "ana/", "/main", "ana/fake:bot/elsewhere:1", "ana/nosid/private:1"])
+def test_parse_of_what_no_key_prints_is_none(text: str) -> None:
+    assert RuntimeKey.parse(text) is None

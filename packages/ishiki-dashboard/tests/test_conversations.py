@@ -9,10 +9,10 @@ from urllib.parse import quote
 
 import anyio
 import pytest
-from ishiki_host import Entry
+from ishiki_host import Entry, RuntimeKey
 
 from ishiki_dashboard.pages import conversations
-from ishiki_dashboard.pages.conversations import parse_key, render_entry
+from ishiki_dashboard.pages.conversations import render_entry
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +48,7 @@ async def test_the_view_shows_the_message_the_tool_call_and_the_reply(dash: Any)
 
 async def test_the_stream_delivers_the_next_entries(dash: Any, next_event: Any) -> None:
     await talk(dash, "first")
-    runtime = dash.ctx.runtime(parse_key(KEY))
+    runtime = dash.ctx.runtime(RuntimeKey.parse(KEY))
     after = runtime.log.last_id
     path = f"/conversations/stream?key={quote(KEY, safe='')}&after={after}"
     async with dash.client.stream("GET", path) as answer:
@@ -74,7 +74,7 @@ async def test_a_bad_key_is_a_404_and_a_stopped_runtime_says_it_is_not_running(d
 
 
 async def test_the_page_is_bounded_with_a_link_to_earlier_entries(dash: Any) -> None:
-    runtime_key = parse_key(KEY)
+    runtime_key = RuntimeKey.parse(KEY)
     await talk(dash, "start")
     log = dash.ctx.runtime(runtime_key).log
     for n in range(conversations.PAGE + 5):
@@ -86,17 +86,6 @@ async def test_the_page_is_bounded_with_a_link_to_earlier_entries(dash: Any) -> 
     assert f"before={first_shown}" in newest.text
     assert f'id="entry-{first_shown - 1}"' in earlier.text
     assert 'data-sse="' not in earlier.text  # paging back does not follow the log
-
-
-def test_keys_parse_with_slashes_in_self_ids_and_bad_ones_do_not() -> None:
-    key = parse_key("ana/web:team/a/private:42")
-    assert key is not None
-    assert (key.profile, key.sid, key.channel_id) == ("ana", "web:team/a", "private:42")
-    cross = parse_key("ana/main")
-    assert cross is not None
-    assert cross.mode == "cross"
-    assert parse_key("ana") is None
-    assert parse_key("ana/fake:bot/elsewhere:1") is None
 
 
 def test_unknown_entries_render_as_escaped_json() -> None:

@@ -143,7 +143,7 @@ class _Chat:
 
     def _follow_turn(self, account: str, runtime_key: str | None, after: int) -> None:
         """Publish the tool calls of the turn the message starts, read from the runtime's log."""
-        key = next((k for p in self.ctx.profiles() for k in p.runtimes if str(k) == runtime_key), None)
+        key = RuntimeKey.parse(runtime_key) if runtime_key is not None else None
         runtime = self.ctx.runtime(key) if key is not None else None
         if key is None or runtime is None or not self.ctx.services.can_spawn:
             return

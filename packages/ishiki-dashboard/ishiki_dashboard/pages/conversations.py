@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from ishiki_dashboard.app import Dashboard, DashRequest
 
-__all__ = ["LIST_LIMIT", "PAGE", "entries_after", "parse_key", "register", "render_entries", "render_entry"]
+__all__ = ["LIST_LIMIT", "PAGE", "entries_after", "register", "render_entries", "render_entry"]
 
 LIST_LIMIT = 100
 """How many runtimes of one profile the list shows (a host may run thousands: the filter narrows them)."""
@@ -56,42 +56,11 @@ def register(dash: Dashboard) -> None:
 # -- the runtime key ----------------------------------------------------------------------------------------
 
 
-def parse_key(text: str) -> RuntimeKey | None:
-    """A runtime key from its text (``profile/main`` or ``profile/platform:selfId/kind:id``), or ``None``.
-
-    A self id may hold ``/``, so every split before ``/private:`` or ``/group:`` is tried, the first first.
-    """
-    profile, _, rest = text.partition("/")
-    if not profile or not rest:
-        return None
-    if rest == "main":
-        return _key(profile)
-    for marker in ("/private:", "/group:"):
-        start = rest.find(marker)
-        while start > 0:
-            key = _key(profile, rest[:start], rest[start + 1 :])
-            if key is not None:
-                return key
-            start = rest.find(marker, start + 1)
-    return None
-
-
-def _key(profile: str, sid: str | None = None, channel: str | None = None) -> RuntimeKey | None:
-    try:
-        return RuntimeKey(profile, sid, channel)
-    except ValueError:  # EventInvalid is a ValueError too
-        return None
-
-
 def _find(profiles: Sequence[ProfileStatus], text: str) -> tuple[RuntimeKey | None, ProfileStatus | None]:
-    """The key ``text`` names (the live one when it is alive) and its profile, ``(None, None)`` for a bad key."""
-    for status in profiles:
-        for key in status.runtimes:
-            if str(key) == text:
-                return key, status
-    parsed = parse_key(text)
-    found = next((p for p in profiles if parsed is not None and p.id == parsed.profile), None)
-    return (parsed, found) if found is not None else (None, None)
+    """The key ``text`` names and its profile, ``(None, None)`` for a bad key or one of no profile."""
+    key = RuntimeKey.parse(text)
+    found = next((p for p in profiles if key is not None and p.id == key.profile), None)
+    return (key, found) if found is not None else (None, None)
 
 
 # -- the pages --------------------------------------------------------------------------------------------

@@ -104,7 +104,7 @@ class _Models:
         sums: dict[str, UsageSum] = {}
         for point in points:
             sums[point.model] = sums.get(point.model, UsageSum()) + point.sum
-        prices = _prices(self.ctx)
+        prices = self.ctx.models().prices()  # by provider:modelId, as the usage table names models
         rows = [
             (model, s.calls, s.failures, s.input_tokens, s.output_tokens, _cost(s, prices.get(model)))
             for model, s in sorted(sums.items())
@@ -189,11 +189,6 @@ def _error(value: Json) -> Safe | str:
 def _cost(s: UsageSum, price: ModelPrice | None) -> str:
     cost = usage_cost(s, price)
     return "no price configured" if cost is None or price is None else format_value(cost, price.currency)
-
-
-def _prices(ctx: HostPluginContext) -> Mapping[str, ModelPrice]:
-    """The configured prices by member (``provider:modelId``, as the usage table names models)."""
-    return ctx.models().prices()
 
 
 def _mapping(value: Json | None) -> Mapping[str, Json]:
