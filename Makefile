@@ -5,9 +5,13 @@ BIN := $(VENV)/bin
 PACKAGES := $(sort $(wildcard packages/*))
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck pytest wheels bench docs clean
+.PHONY: setup run test lint typecheck pytest wheels dist bench docs clean
 
+# The venv (below), then the editable installs of packages whose folder is gone are uninstalled, so a deleted
+# package stops logging load errors (tools/prune_editables.py). That runs at every `make setup`: a deletion
+# leaves the stamp newer than every pyproject.toml that is left.
 setup: $(STAMP)
+	@$(BIN)/python tools/prune_editables.py
 
 # Editable installs of the host and every package beside it, so a change to any of them is live at once.
 $(STAMP): pyproject.toml $(wildcard packages/*/pyproject.toml)
@@ -36,6 +40,10 @@ test: lint typecheck pytest
 # venv with no source tree on sys.path (tools/check_wheels.py; CI runs it after `make test`).
 wheels: setup
 	$(BIN)/python tools/check_wheels.py $(if $(ONLY),--only $(ONLY))
+
+# make dist: the wheels of the host and every package in dist/ (tools/build_dist.py; docs/deploy.md installs them).
+dist: setup
+	$(BIN)/python tools/build_dist.py
 
 # make bench [QUICK=1] [ONLY="factlog codemode"] [COMPARE=bench/results/<earlier>.json]; see docs/benchmarks.md.
 bench: setup

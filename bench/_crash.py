@@ -177,7 +177,8 @@ class CrashRun:
             "ishiki.yaml": "reload_interval_seconds: 0\nshutdown_grace_seconds: 10\nlog_level: info\n"
             + self.platform.host_yaml(),
             "models.yaml": (
-                f"providers:\n  fake:\n    api: openai-completions\n    baseUrl: {model_url}\n    maxConcurrency: 64\n"
+                f"providers:\n  fake:\n    api: openai-completions\n    base_url: {model_url}\n"
+                "    max_concurrency: 64\n"
                 "    models: [{id: fake-model}]\ngroups:\n  default:\n    models: [fake:fake-model]\n"
             ),
             "profiles/ana/profile.yml": (

@@ -39,7 +39,7 @@ def fake_model_process(latency: float = 0.0) -> Iterator[str]:
 def models_yaml(base_url: str, concurrency: int) -> str:
     """A models.yaml whose group ``default`` is the fake server's one model."""
     return (
-        f"providers:\n  fake:\n    api: openai-completions\n    baseUrl: {base_url}\n"
-        f"    maxConcurrency: {concurrency}\n    models: [{{id: fake-model}}]\n"
+        f"providers:\n  fake:\n    api: openai-completions\n    base_url: {base_url}\n"
+        f"    max_concurrency: {concurrency}\n    models: [{{id: fake-model}}]\n"
         "groups:\n  default:\n    models: [fake:fake-model]\n"
     )

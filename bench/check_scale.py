@@ -25,10 +25,10 @@ MODELS = """\
 providers:
   local:
     api: openai-completions
-    baseUrl: http://127.0.0.1:11434/v1
+    base_url: http://127.0.0.1:11434/v1
     models:
       - id: llama3.1:8b
-        contextWindow: 32768
+        context_window: 32768
 groups:
   default:
     models: [local:llama3.1:8b]
@@ -41,7 +41,7 @@ channels:
   console:local: ["group:{n}", "private:{n}*", "!private:{n}0"]
 context:
   engine: standard
-  standard: {{budgetRatio: 0.7, refillRatio: 0.4}}
+  standard: {{budget_ratio: 0.7, refill_ratio: 0.4}}
 wakeup:
   engine: standard
   standard: {{keywords: [persona{n}, hello]}}

@@ -1,4 +1,4 @@
-"""Host load: 5,000 conversations at once against a model that takes 100 ms, with ``maxConcurrency`` 128.
+"""Host load: 5,000 conversations at once against a model that takes 100 ms, with ``max_concurrency`` 128.
 
 A real ``Host`` (fake channel, a wakeup engine that answers every message, the kernel tools, fact logs with
 the ``turn`` fsync policy) gets one message in each of 5,000 new chats at the same moment; every message
@@ -148,7 +148,7 @@ async def measure(bench: Bench) -> None:
     ideal_rate = CONCURRENCY / LATENCY
     ideal_p99 = math.ceil(0.99 * conversations / CONCURRENCY) * LATENCY
     bench.note(f"{runs} run(s) of {conversations:,} conversations at once; model latency "
-               f"{LATENCY * 1e3:.0f} ms, maxConcurrency {CONCURRENCY}")  # fmt: skip
+               f"{LATENCY * 1e3:.0f} ms, max_concurrency {CONCURRENCY}")  # fmt: skip
     with fake_model_process(LATENCY) as base_url, tempfile.TemporaryDirectory(dir=bench.args.dir) as base:
         results = [await one_run(base_url, conversations, Path(base), index) for index in range(runs)]
     mib = 2**20

@@ -59,7 +59,7 @@ async def measure_in(bench: Bench, directory: Path) -> None:
     root = directory / "tree"
     files = make_tree(root)
     settings = settings_from_config(
-        {"root": str(root), "maxResults": 1_000_000, "maxOutputBytes": 64 * 1024 * 1024, "timeoutMs": 600_000},
+        {"root": str(root), "max_results": 1_000_000, "max_output_bytes": 64 * 1024 * 1024, "timeout_ms": 600_000},
         home=directory / "home",
         config_dir=directory,
     )

@@ -23,15 +23,23 @@ from ishiki_host.channels.base import (
     ChannelConnection,
     ChannelHost,
     Delivery,
+    Draft,
+    DraftEnd,
+    DraftingConnection,
+    Finding,
+    FindingLevel,
     InboundAttachment,
     OutboundFile,
     SendResult,
+    TurnActivity,
+    TurnActivityState,
 )
 from ishiki_host.channels.events import Attachment, EventKind, IshikiEvent, Quote, User
 from ishiki_host.channels.inbound import is_inbound, source_target
 from ishiki_host.channels.split import split_message, utf16_len
 from ishiki_host.config.envvars import expand_vars
 from ishiki_host.config.jsonio import parse_json
+from ishiki_host.config.keys import KeyRename, Normalized, normalize_keys
 from ishiki_host.config.models import (
     CircuitBreakerConfig,
     GroupConfig,
@@ -161,6 +169,9 @@ __all__ = [
     "ContextEngineInstance",
     "Delivery",
     "Dispose",
+    "Draft",
+    "DraftEnd",
+    "DraftingConnection",
     "Entry",
     "Estimator",
     "EventBus",
@@ -169,6 +180,8 @@ __all__ = [
     "Extension",
     "FactLog",
     "FakeClock",
+    "Finding",
+    "FindingLevel",
     "GroupConfig",
     "HeartbeatAdmin",
     "HostPlugin",
@@ -186,6 +199,7 @@ __all__ = [
     "InstalledPlugin",
     "IshikiEvent",
     "Json",
+    "KeyRename",
     "LanguageModel",
     "LogLine",
     "LogTail",
@@ -202,6 +216,7 @@ __all__ = [
     "ModelResult",
     "ModelSpec",
     "ModelsConfig",
+    "Normalized",
     "OutboundFile",
     "Part",
     "Plugin",
@@ -258,6 +273,8 @@ __all__ = [
     "ToolcallEngineInstance",
     "TrustLevel",
     "Turn",
+    "TurnActivity",
+    "TurnActivityState",
     "TurnHandle",
     "TurnOutcome",
     "TurnReport",
@@ -289,6 +306,7 @@ __all__ = [
     "is_inbound",
     "loads_strict",
     "malformed",
+    "normalize_keys",
     "parse_channel_id",
     "parse_json",
     "parse_resource_url",

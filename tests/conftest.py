@@ -101,7 +101,7 @@ providers:
     api: echo
     models:
       - id: small
-        contextWindow: 8000
+        context_window: 8000
 groups:
   default:
     models: [echo:small]

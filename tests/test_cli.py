@@ -155,8 +155,8 @@ def test_init_writes_a_config_that_checks(run_ishiki: RunIshiki, tmp_path: Path)
     plugins = json.loads(run_ishiki("plugins", "--json").stdout)["services"]
     have_api = any(s["service"] == "ishiki.provider.openai-completions" and s["status"] == "ok" for s in plugins)
     code, report = check_json(run_ishiki, target, plugins=False)
-    assert report["models"] == {"errors": []}
-    assert report["host"] == {"errors": []}
+    assert report["models"] == {"errors": [], "warnings": []}
+    assert report["host"] == {"errors": [], "warnings": []}
     profile = report["profiles"][0]
     if have_api:
         assert (code, profile["state"]) == (0, "ready")

@@ -13,25 +13,25 @@ FULL = """\
 providers:
   local:
     api: openai-completions
-    baseUrl: ${BASE:-http://127.0.0.1:11434/v1}
-    apiKey: "${KEY}"
+    base_url: ${BASE:-http://127.0.0.1:11434/v1}
+    api_key: "${KEY}"
     headers: {X-Team: "${TEAM:-core}"}
-    maxConcurrency: 2
-    timeoutSeconds: 30
-    connectTimeoutSeconds: 3
-    readTimeoutSeconds: 20
+    max_concurrency: 2
+    timeout_seconds: 30
+    connect_timeout_seconds: 3
+    read_timeout_seconds: 20
     models:
       - id: llama3.1:8b
-        contextWindow: 32768
-        maxTokens: 1024
-        toolCall: false
+        context_window: 32768
+        max_tokens: 1024
+        tool_call: false
         input: [text, image]
       - id: tiny
 groups:
   default:
     strategy: round-robin
     models: [local:llama3.1:8b, local:tiny]
-    circuitBreaker: {failureThreshold: 5, cooldownSeconds: 10}
+    circuit_breaker: {failure_threshold: 5, cooldown_seconds: 10}
     seed: 7
 """
 
@@ -78,7 +78,7 @@ def test_schema_defaults_equal_dataclass_defaults(tmp_path: Path) -> None:
 def test_unset_variable_is_an_error_naming_it_and_the_file(tmp_path: Path) -> None:
     models, errors = load_models(write(tmp_path, FULL), {})
     assert [e.describe() for e in errors] == [
-        f"{tmp_path}/models.yaml:5: providers.local.apiKey: environment variable KEY is not set "
+        f"{tmp_path}/models.yaml:5: providers.local.api_key: environment variable KEY is not set "
         "(write ${KEY:-default} to give a default)",
         f"{tmp_path}/models.yaml:21: groups.default.models[0]: 'local:llama3.1:8b': provider 'local' has errors",
         f"{tmp_path}/models.yaml:21: groups.default.models[1]: 'local:tiny': provider 'local' has errors",
@@ -101,7 +101,7 @@ def test_wrong_shapes_are_reported_and_the_rest_loads(tmp_path: Path) -> None:
     text = """\
 providers:
   good: {api: x, models: [{id: m}]}
-  bad: {api: x, models: [{id: m, contextWindow: lots}]}
+  bad: {api: x, models: [{id: m, context_window: lots}]}
   bad:id: {api: x, models: [{id: m}]}
 groups:
   g: {models: [good:m, bad:m, nope:m, good:mm]}
@@ -111,7 +111,7 @@ extra: 1
 """
     models, errors = load_models(write(tmp_path, text), {})
     messages = {(e.path, e.message) for e in errors}
-    assert ("providers.bad.models[0].contextWindow", "expected an integer, got string ('lots')") in messages
+    assert ("providers.bad.models[0].context_window", "expected an integer, got string ('lots')") in messages
     assert ("providers.bad:id", "a provider id must not contain ':' or spaces") in messages
     assert ("groups.g.models[1]", "'bad:m': provider 'bad' has errors") in messages
     assert ("groups.g.models[2]", "'nope:m': no provider 'nope'") in messages
@@ -138,7 +138,7 @@ def test_provider_api_keys_are_checked_by_the_api_schema(
     models, errors = load_models(write(tmp_path, text), {}, catalog=plugin_registry)
     assert {(e.path, e.message) for e in errors} == {
         ("providers.e.prefx", "unknown key 'prefx'; did you mean 'prefix'?"),
-        ("providers.h", "api 'echo-http' needs baseUrl"),
+        ("providers.h", "api 'echo-http' needs base_url"),
     }
     assert models.providers == {}
 

@@ -56,12 +56,12 @@ def test_minimal_profile_gets_every_default(load: Callable[..., ProfileLoad], pl
     assert profile is not None
     assert profile.persona == "You are P.\n"
     context_defaults = {
-        "budgetRatio": 0.75,
-        "refillRatio": 0.5,
+        "budget_ratio": 0.75,
+        "refill_ratio": 0.5,
         "summarize": True,
-        "summaryModel": None,
-        "summaryMaxTokens": 1024,
-        "summaryTimeoutSeconds": 120,
+        "summary_model": None,
+        "summary_max_tokens": 1024,
+        "summary_timeout_seconds": 120,
         "timezone": None,
     }
     assert profile.context == EngineChoice("context", "standard", context_defaults)
@@ -100,11 +100,11 @@ extends:
   greeter: {config: {greeting: hi, times: 2}}
   workspace: {enable: false, config: {anything: goes}}
 context: {engine: testctx, testctx: {window: 3}}
-failover: {attempts: 2, backoffMs: 100, failoverOn: any}
-codemode: {timeoutMs: 500, direct: [send_message]}
+failover: {attempts: 2, backoff_ms: 100, failover_on: any}
+codemode: {timeout_ms: 500, direct: [send_message]}
 toolsearch:
 typing: {enable: false}
-resources: {artifactThresholdChars: 100, maxAssetBytes: 0}
+resources: {artifact_threshold_chars: 100, max_asset_bytes: 0}
 trust: {owners: ["testchat:1"], trusted: ["testchat:2"], allow_unlisted: false, commands: {clear: untrusted}}
 session: {summarizer: manual, compact_threshold: 0.5}
 reply_with_text: false
@@ -168,7 +168,7 @@ model: default
 extends:
   greeter: {config: {times: 0}}
 context:
-  standard: {refillRatio: 2, budgetRate: 1}
+  standard: {refill_ratio: 2, budgetRate: 1}
   testctx: {window: 3}
 wakeup:
   engine: standard
@@ -177,8 +177,8 @@ wakeup:
     assert messages(load(text)) == [
         (3, "extends.greeter.config", "missing required key 'greeting'"),
         (3, "extends.greeter.config.times", "must be >= 1; got 0"),
-        (5, "context.standard.budgetRate", "unknown key 'budgetRate'; did you mean 'budgetRatio'?"),
-        (5, "context.standard.refillRatio", "must be <= 1; got 2"),
+        (5, "context.standard.budgetRate", "unknown key 'budgetRate'; did you mean 'budget_ratio'?"),
+        (5, "context.standard.refill_ratio", "must be <= 1; got 2"),
         (6, "context.testctx", "options for engine 'testctx', but context.engine is 'standard'"),
         (9, "wakeup.standard.keywords", "expected an array, got string ('hello')"),
     ]

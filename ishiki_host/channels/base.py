@@ -40,6 +40,20 @@ among the recent input of the runtime (``ishiki_host.channels.repeats``), ignore
 
 Outbound: the host calls ``send`` with one chat message's text; the connection splits it to its own limit
 (``ishiki_host.channels.split.split_message``), renders it for the platform and returns the ids it sent.
+
+Drafts (streamed replies): a connection that can show a reply while the model writes it implements
+``DraftingConnection`` (optional). For a step whose text would be the reply, the host calls ``show_draft``
+with everything written so far, again whenever the previous call has returned (the newest text wins; texts in
+between are skipped, so a connection throttles to its platform's rate simply by taking its time). Then exactly
+one of: ``finish_draft`` with the final text (the reply, delivered once: it replaces ``send`` for that
+message), or ``drop_draft`` when the draft will not become a message (the step called tools, the turn failed
+or was aborted). Calls for one draft never overlap. When the draft ends, the host cancels a ``show_draft``
+still in progress: a connection shields the platform call (so its own record of what it showed stays true)
+and lets its pacing wait be cut, so the final text is never held back by a throttle.
+
+Activity: a connection may also have ``show_activity(channel_id, activity: TurnActivity) -> None`` (optional,
+synchronous, must not block): the host calls it as a turn a person started moves on (the model is called, a
+tool runs, the reply is being written, the turn ended), so the console can show what is going on.
 """
 
 from __future__ import annotations
@@ -47,7 +61,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ishiki_host.config.services import Plugin, PluginConfig
 from ishiki_host.jsontypes import Json
@@ -70,10 +84,26 @@ __all__ = [
     "ChannelConnection",
     "ChannelHost",
     "Delivery",
+    "Draft",
+    "DraftEnd",
+    "DraftingConnection",
+    "Finding",
+    "FindingLevel",
     "InboundAttachment",
     "OutboundFile",
     "SendResult",
+    "TurnActivity",
+    "TurnActivityState",
 ]
+
+DraftEnd = Literal["tools", "failed", "aborted"]
+"""Why a draft will not become a message: the step called tools, the turn failed, or it was aborted."""
+
+TurnActivityState = Literal["thinking", "tool", "writing", "done"]
+"""What a turn is doing: waiting for the model, running a tool, streaming its reply, or finished."""
+
+FindingLevel = Literal["ok", "warning", "error"]
+"""How a diagnosis came out: fine, works but worth fixing, or broken."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +147,61 @@ class Delivery(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A reply being written: ``id`` names it for the host's run (one per turn step), ``text`` is everything
+    written so far (it only grows), ``reply_to`` the message it will answer, if any."""
+
+    id: str
+    text: str
+    reply_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnActivity:
+    """What a running turn is doing, for a connection with ``show_activity`` (the console's thinking line).
+
+    ``started_at`` is the clock time the turn started (the elapsed time is ``clock.now() - started_at``);
+    ``model`` names the model being called (the profile's model reference, or who answered the previous
+    step); ``tool`` the tool running (state ``tool``); ``step`` the step number from 1.
+    """
+
+    state: TurnActivityState
+    started_at: float
+    model: str | None = None
+    tool: str | None = None
+    step: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One result of ``ishiki doctor``: ``what`` was checked (``telegram account main``), ``detail`` what was
+    found (``bot @my_bot answers getMe in 180 ms``), and for a warning or an error ``fix``, what to do."""
+
+    level: FindingLevel
+    what: str
+    detail: str
+    fix: str | None = None
+
+
+@runtime_checkable
+class DraftingConnection(Protocol):
+    """The optional part of a connection that shows replies as they are written (see the module docstring)."""
+
+    async def show_draft(self, channel_id: str, draft: Draft) -> None:
+        """Show ``draft.text`` as the reply being written (a draft bubble, an edited message, printed text)."""
+        ...
+
+    async def finish_draft(self, channel_id: str, draft: Draft, text: str) -> SendResult:
+        """Deliver the final ``text`` of the reply ``draft`` showed, exactly once, and return its ids (the
+        first part answers ``draft.reply_to``); what the draft showed is replaced or completed by it."""
+        ...
+
+    async def drop_draft(self, channel_id: str, draft: Draft, why: DraftEnd) -> None:
+        """The draft will not become a message: take back or mark what it showed (``why`` says why)."""
+        ...
+
+
 @runtime_checkable
 class ChannelHost(Protocol):
     """What the host offers a channel connection."""
@@ -153,6 +238,11 @@ class ChannelHost(Protocol):
         """The host's shared objects by ``ServiceKey``, the very ones ``HostPluginContext.services`` and
         ``RuntimeContext.services`` hold: a channel meets a host plugin of its own package here (the
         dashboard's web chat does)."""
+        ...
+
+    def command_names(self, channel_id: str) -> Sequence[str]:
+        """The slash commands (without the ``/``) the runtime answering ``channel_id`` of this account knows,
+        sorted; the host's own commands when no runtime runs there yet (the console completes them)."""
         ...
 
     def http_mount(self) -> HttpMount:
@@ -246,3 +336,10 @@ class Channel(Plugin):
         ``ctx`` is what the host offers this connection (event sink, resource capture, clock, state directory);
         ``account`` is the validated account entry with defaults.
         """
+
+    async def diagnose(self, account: PluginConfig, *, seconds: float, state_dir: Path) -> Sequence[Finding]:
+        """Check one account for ``ishiki doctor`` without running it: the token is accepted (Telegram's
+        ``getMe``), the platform answers, a linked device's session is on disk. Each network call is cut at
+        ``seconds``; ``state_dir`` is the account's ``ChannelHost.state_dir`` (it may not exist yet; read it,
+        never write). A finding that is not ``ok`` says how to fix it. The default checks nothing."""
+        return ()

@@ -28,7 +28,8 @@ __all__ = ["EPIPE_STATUS", "main"]
 
 # The subcommand modules, in the order `ishiki --help` lists them.
 COMMANDS: tuple[str, ...] = (
-    "init", "new", "check", "run", "reload", "status", "usage", "models", "plugins", "memory",
+    "init", "new", "check", "doctor", "run", "reload", "status", "usage", "models", "plugins", "memory",
+    "pairing", "service",
 )  # fmt: skip
 EPIPE_STATUS = 141
 """The exit status when stdout (or stderr) was closed before all was written: 128 + SIGPIPE."""

@@ -39,7 +39,8 @@ _FIXABLE = ("unavailable", "auth", "bad_request")
 
 @dataclass(frozen=True, slots=True)
 class RawProvider:
-    """A provider's ``baseUrl``, ``apiKey`` and model ids as written in models.yaml (``${VAR}`` unexpanded)."""
+    """A provider's ``base_url``, ``api_key`` and model ids as written in models.yaml (``${VAR}`` unexpanded;
+    the old spellings ``baseUrl`` and ``apiKey`` are read too)."""
 
     base_url: str | None = None
     api_key: str | None = None
@@ -65,8 +66,9 @@ def _raw(raw: Any) -> RawProvider:
     models = raw.get("models")
     listed = models if isinstance(models, list) else []
     ids = tuple(m["id"] for m in listed if isinstance(m, dict) and isinstance(m.get("id"), str))
-    texts = {key: raw.get(key) if isinstance(raw.get(key), str) else None for key in ("baseUrl", "apiKey")}
-    return RawProvider(texts["baseUrl"], texts["apiKey"], ids)
+    written = {key: raw.get(key, raw.get(old)) for key, old in (("base_url", "baseUrl"), ("api_key", "apiKey"))}
+    texts = {key: value if isinstance(value, str) else None for key, value in written.items()}
+    return RawProvider(texts["base_url"], texts["api_key"], ids)
 
 
 class ModelHint:
@@ -127,10 +129,10 @@ class ModelHint:
             return f"{member}: {place} cannot start: {problem} (providers.{pid})"
         raw = self._raw.get(pid, RawProvider())
         if kind == "unavailable":
-            fix = self._fix(f"providers.{pid}.baseUrl", raw.base_url, provider.base_url)
+            fix = self._fix(f"providers.{pid}.base_url", raw.base_url, provider.base_url)
             return f"{member}: {place} did not answer (unavailable): start the server there, or {fix}"
         if kind == "auth":
-            fix = self._fix(f"providers.{pid}.apiKey", raw.api_key, provider.api_key)
+            fix = self._fix(f"providers.{pid}.api_key", raw.api_key, provider.api_key)
             return f"{member}: {place} refused the credentials (auth): {fix}"
         fix = self._model_fix(provider, raw, model_id)
         return f"{member}: {place} refused the request (bad_request): check that it serves '{model_id}', or {fix}"

@@ -1,12 +1,28 @@
 """The files ``ishiki init`` writes: a config directory that passes ``ishiki check`` at once.
 
 Comments teach each key; the values shown are the defaults unless a comment says otherwise. A test runs
-``ishiki init`` and ``ishiki check`` on the result, so these stay valid.
+``ishiki init`` and ``ishiki check`` on the result, so these stay valid. ``files`` is what it writes without a
+terminal; ``chosen_files`` what it writes after asking (``ishiki_host.cli._onboard``): the same settings, the
+model server and channels chosen, keys in snake_case, every secret as a ``${VAR}``.
 """
 
 from __future__ import annotations
 
-__all__ = ["files"]
+import json
+from dataclasses import dataclass
+
+__all__ = [
+    "LISTEN",
+    "PROVIDER_NAMES",
+    "WHATSAPP_VARS",
+    "ChannelChoice",
+    "ModelChoice",
+    "chosen_files",
+    "chosen_host",
+    "chosen_models",
+    "chosen_profile",
+    "files",
+]
 
 HOST = """\
 # ishiki.yaml: host settings of this config directory. Every key is optional; the values shown are the
@@ -47,7 +63,7 @@ channels: {}
 """
 
 MODELS = """\
-# models.yaml: where the models are. A profile's `model:` names a group below, or `provider:modelId`.
+# models.yaml: where the models are. A profile's `model:` names a group below, or `provider:model_id`.
 # ${VAR} and ${VAR:-default} read the environment: keys stay out of this file.
 
 providers:
@@ -55,14 +71,14 @@ providers:
   # Point it elsewhere with OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL.
   local:
     api: openai-completions               # the wire protocol (a plugin of group ishiki.provider)
-    baseUrl: ${OPENAI_BASE_URL:-http://127.0.0.1:11434/v1}
-    apiKey: "${OPENAI_API_KEY:-}"         # quoted: stays a string whatever the variable holds
-    maxConcurrency: 4                     # calls in flight at once; a person's turns go first
+    base_url: ${OPENAI_BASE_URL:-http://127.0.0.1:11434/v1}
+    api_key: "${OPENAI_API_KEY:-}"        # quoted: stays a string whatever the variable holds
+    max_concurrency: 4                    # calls in flight at once; a person's turns go first
     models:
       - id: ${OPENAI_MODEL:-llama3.1:8b}  # the id the server knows the model by
-        contextWindow: 32768              # tokens the model can read
-        maxTokens: 2048                   # tokens one answer may use
-        toolCall: true                    # native function calling
+        context_window: 32768             # tokens the model can read
+        max_tokens: 2048                  # tokens one answer may use
+        tool_call: true                   # native function calling
         input: [text]                     # add `image` for vision models
 
 groups:
@@ -72,9 +88,9 @@ groups:
     strategy: failover
     models:
       - local:${OPENAI_MODEL:-llama3.1:8b}
-    circuitBreaker:
-      failureThreshold: 3                 # consecutive failures that open a member's breaker
-      cooldownSeconds: 60                 # then one probe call after this long
+    circuit_breaker:
+      failure_threshold: 3                # consecutive failures that open a member's breaker
+      cooldown_seconds: 60                # then one probe call after this long
 """
 
 PROFILE = """\
@@ -100,8 +116,8 @@ extends: {}
 context:
   engine: standard          # keeps whole recent turns within a token budget
   standard:
-    budgetRatio: 0.75       # share of the context window the conversation may use
-    refillRatio: 0.5        # when over budget, trim down to this share of the budget
+    budget_ratio: 0.75      # share of the context window the conversation may use
+    refill_ratio: 0.5       # when over budget, trim down to this share of the budget
 wakeup:
   engine: standard          # answers direct messages, mentions, quotes and keywords
   standard:
@@ -113,7 +129,7 @@ toolcall:
 trust:
   owners: []
   trusted: []
-  allow_unlisted: true      # false: others get one polite refusal
+  unlisted: serve           # refuse: others get one polite refusal; pairing: a code to approve (ishiki pairing)
 
 # summarizer: auto (condense each exchange into memory) | manual (compact near the context limit) | off
 session:
@@ -141,5 +157,147 @@ def files(profile_id: str) -> dict[str, str]:
         "ishiki.yaml": HOST,
         "models.yaml": MODELS,
         f"profiles/{profile_id}/profile.yml": PROFILE,
+        f"profiles/{profile_id}/persona.md": PERSONA.format(name=profile_id),
+    }
+
+
+# -- what `ishiki init` writes after asking (on a terminal) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The model server chosen: ``kind`` ``ollama`` | ``openai`` | ``anthropic``, its URL, the variable
+    holding its key (``None``: no key), the model id."""
+
+    kind: str
+    base_url: str
+    key_var: str | None
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelChoice:
+    """The channels chosen beside the console: a Telegram bot (its token's variable, its bot id when known), a
+    WhatsApp Cloud API number (its phone number id and public https URL), the dashboard's web chat."""
+
+    telegram_var: str | None = None
+    telegram_bot_id: str | None = None
+    whatsapp_number: str | None = None
+    public_url: str | None = None
+    web_chat: bool = False
+
+    @property
+    def needs_http(self) -> bool:
+        """Whether the host's HTTP server must run (WhatsApp's webhooks, the dashboard)."""
+        return self.whatsapp_number is not None or self.web_chat
+
+
+PROVIDER_NAMES = {"ollama": "ollama", "openai": "openai", "anthropic": "anthropic"}
+"""The provider id models.yaml gets for each kind of server."""
+
+WHATSAPP_VARS = ("WHATSAPP_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN")
+"""The variables the WhatsApp account's secrets are read from."""
+
+LISTEN = "127.0.0.1:8080"
+"""Where the host's HTTP server listens when a channel needs it (a reverse proxy in front for the public URL)."""
+
+
+def _q(text: str) -> str:
+    """``text`` as a YAML scalar that stays a string: JSON's double-quoted strings are YAML too."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def chosen_models(choice: ModelChoice) -> str:
+    """models.yaml for ``choice`` (snake_case keys; the key only as ``${VAR}``)."""
+    provider = PROVIDER_NAMES[choice.kind]
+    api = "anthropic-messages" if choice.kind == "anthropic" else "openai-completions"
+    key = _q(f"${{{choice.key_var}}}") if choice.key_var else '""'
+    key_note = f"read from ${choice.key_var} when the host starts" if choice.key_var else "no key"
+    window, out, inputs = (200000, 8192, "[text, image]") if choice.kind == "anthropic" else (32768, 2048, "[text]")
+    return f"""\
+# models.yaml: where the models are. A profile's `model:` names a group below, or `provider:model_id`.
+# ${{VAR}} and ${{VAR:-default}} read the environment: keys stay out of this file. Written by `ishiki init`.
+
+providers:
+  {provider}:
+    api: {api}
+    base_url: {_q(choice.base_url)}
+    api_key: {key}   # {key_note}
+    max_concurrency: 4                    # calls in flight at once; a person's turns go first
+    models:
+      - id: {_q(choice.model)}            # the id the server knows the model by
+        context_window: {window}          # tokens the model can read
+        max_tokens: {out}                 # tokens one answer may use
+        tool_call: true                   # native function calling
+        input: {inputs}
+
+groups:
+  # A group tries its members by strategy (failover | round-robin | random); add more members to fall back.
+  default:
+    strategy: failover
+    models:
+      - {_q(f"{provider}:{choice.model}")}
+    circuit_breaker:
+      failure_threshold: 3                # consecutive failures that open a member's breaker
+      cooldown_seconds: 60                # then one probe call after this long
+"""
+
+
+def chosen_host(channels: ChannelChoice) -> str:
+    """ishiki.yaml for ``channels``: the template's settings, then the HTTP server, plugins and accounts needed."""
+    settings = HOST.split("# Accounts of chat platforms", 1)[0]
+    parts = [settings]
+    if channels.needs_http:
+        public = (
+            f"\n  public_url: {_q(channels.public_url)}   # the reverse proxy in front" if channels.public_url else ""
+        )
+        parts.append(
+            f"# The host's HTTP server (webhooks, the dashboard): docs/http.md.\nhttp:\n  listen: {LISTEN}{public}\n\n"
+        )
+    if channels.web_chat:
+        parts.append(
+            "# The dashboard at http://127.0.0.1:8080/dashboard/ (without a token, one is made and printed at each\n"
+            "# start; set token: ${DASHBOARD_TOKEN} to keep one).\nplugins:\n  dashboard: {}\n\n"
+        )
+    accounts: list[str] = []
+    if channels.telegram_var:
+        accounts.append(f"  telegram:\n    accounts:\n      - token: {_q(f'${{{channels.telegram_var}}}')}\n")
+    if channels.whatsapp_number:
+        token, secret, verify = (_q(f"${{{v}}}") for v in WHATSAPP_VARS)
+        accounts.append(
+            "  whatsapp:\n    accounts:\n      - backend: cloud\n"
+            f"        phone_number_id: {_q(channels.whatsapp_number)}\n"
+            f"        access_token: {token}\n        app_secret: {secret}\n        verify_token: {verify}\n"
+        )
+    if channels.web_chat:
+        accounts.append("  web:\n    accounts: [{id: dashboard}]        # web:dashboard\n")
+    parts.append("# Accounts of chat platforms, by platform (the console needs none); secrets come from ${VAR}.\n")
+    parts.append("channels:\n" + "".join(accounts) if accounts else "channels: {}\n")
+    return "".join(parts)
+
+
+def chosen_profile(channels: ChannelChoice) -> str:
+    """profile.yml claiming the console and the chosen channels (the template's other keys as they are)."""
+    claims = ['  console:local: ["*"]\n']
+    if channels.telegram_var and channels.telegram_bot_id:
+        claims.append(f'  telegram:{channels.telegram_bot_id}: ["*"]\n')
+    elif channels.telegram_var:
+        claims.append('  # telegram:<bot id>: ["*"]   # the digits before the colon of the token\n')
+    if channels.whatsapp_number:
+        claims.append(f'  whatsapp:{channels.whatsapp_number}: ["*"]\n')
+    if channels.web_chat:
+        claims.append('  web:dashboard: ["*"]\n')
+    text = PROFILE.replace('channels:\n  console:local: ["*"]\n', "channels:\n" + "".join(claims), 1)
+    if channels.web_chat:
+        text = text.replace("  owners: []\n", '  owners: ["web:admin"]   # the dashboard\'s user\n', 1)
+    return text
+
+
+def chosen_files(profile_id: str, model: ModelChoice, channels: ChannelChoice) -> dict[str, str]:
+    """Relative path -> content of every file ``ishiki init`` writes after asking."""
+    return {
+        "ishiki.yaml": chosen_host(channels),
+        "models.yaml": chosen_models(model),
+        f"profiles/{profile_id}/profile.yml": chosen_profile(channels),
         f"profiles/{profile_id}/persona.md": PERSONA.format(name=profile_id),
     }

@@ -4,7 +4,8 @@ Besides the profiles, it reads every other file the host would: ``heartbeats.jso
 and the files plugins read themselves (the scripted model's rules, ``mcp.json``: ``ishiki_host.plugins.checks``).
 
 Exit status: 0 when every enabled profile is ready and no file has an error, 1 otherwise, 2 when DIR is not a
-usable config directory.
+usable config directory. Warnings (a key in its old camelCase spelling: ``ishiki_host.config.keys``) are
+printed, prefixed ``warning:``, but never fail the check.
 """
 
 from __future__ import annotations
@@ -84,7 +85,14 @@ class Found:
     def as_dict(self, config: ConfigDir) -> dict[str, Any]:
         """The keys these add to ``ishiki check --json`` (``models.errors`` gains the model APIs' own)."""
         return {
-            "models": {"errors": [e.as_dict() for e in (*config.models_errors, *self.plugins.models)]},
+            "models": {
+                "errors": [e.as_dict() for e in (*config.models_errors, *self.plugins.models)],
+                "warnings": [w.as_dict() for w in config.models.warnings],
+            },
+            "host": {
+                "errors": [e.as_dict() for e in config.host_errors],
+                "warnings": [w.as_dict() for w in config.host.warnings],
+            },
             "heartbeats": self.beats.as_dict(),
             "skills": {"skills": len(self.skills.files), "errors": [e.as_dict() for e in self.skills.errors]},
             "extensions": {"errors": [e.as_dict() for e in self.plugins.extensions]},
@@ -106,8 +114,10 @@ def report(config: ConfigDir, found: Found | None = None) -> list[str]:
     models_errors = (*config.models_errors, *(found.plugins.models if found else ()))
     lines.append(_section("models.yaml", models_errors))
     lines.extend(_errors(models_errors, "  "))
+    lines.extend(_errors(config.models.warnings, "  warning: "))
     lines.append(_section("ishiki.yaml", config.host_errors))
     lines.extend(_errors(config.host_errors, "  "))
+    lines.extend(_errors(config.host.warnings, "  warning: "))
     if found is not None:
         lines.extend(_found_lines(found))
     broken = config.registry.errors

@@ -17,7 +17,7 @@ from typing import Any
 
 from ishiki_host.cli._args import add_dir_argument, usable_dir
 
-__all__ = ["register", "render", "run"]
+__all__ = ["provider_apis", "register", "render", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -81,15 +81,23 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors or failed else 0
 
 
-async def _report(root: Path, config: Any, registry: Any, probe: bool, probe_seconds: float) -> dict[str, Any]:
+def provider_apis(config: Any, registry: Any) -> dict[str, Any]:
+    """An instance of each installed model API the providers of ``config`` name, by API name (what a
+    ``Gateway`` takes; ``ishiki doctor`` probes through the same)."""
     from ishiki_host.config.services import PROVIDER_GROUP, service_name
-    from ishiki_host.gateway import Gateway, models_report
 
     apis = {}
     for provider in config.providers.values():
         cls = registry.plugin(service_name(PROVIDER_GROUP, provider.api))
         if cls is not None:
             apis[provider.api] = cls()
+    return apis
+
+
+async def _report(root: Path, config: Any, registry: Any, probe: bool, probe_seconds: float) -> dict[str, Any]:
+    from ishiki_host.gateway import Gateway, models_report
+
+    apis = provider_apis(config, registry)
     if probe:
         count = sum(len(p.models) for p in config.providers.values())
         urls = sorted({p.base_url or f"{p.api}'s default URL" for p in config.providers.values() if p.models})

@@ -54,6 +54,18 @@ def register(subparsers: Any) -> None:
     add_dir_argument(parser)
     parser.add_argument("--log-level", choices=LEVELS, help="override log_level of ishiki.yaml")
     parser.add_argument("--log-format", choices=FORMATS, help="override log_format of ishiki.yaml")
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart the host in a fresh process when Python files of plugins change (DIR/plugins/, "
+        "packages/, editable plugin installs; see ishiki_host.cli.reloader)",
+    )
+    parser.add_argument(
+        "--reload-dir",
+        action="append",
+        metavar="PATH",
+        help="--reload, watching this folder instead of those (repeat for more)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -95,6 +107,8 @@ class _EarlyStop:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``args.dir``; return the exit status."""
+    if getattr(args, "reload", False) or getattr(args, "reload_dir", None):
+        return _supervised(args)
     early = _EarlyStop()
     early.install()  # first of all: a stop asked for while the config loads is a clean stop, not a kill
     from ishiki_host import eventloop
@@ -122,6 +136,15 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         early.install()  # the loop's handlers are gone: a signal while the process exits changes nothing
+
+
+def _supervised(args: argparse.Namespace) -> int:
+    """``--reload``: this process watches and each host runs in a child (``ishiki_host.cli.reloader``)."""
+    from ishiki_host.cli._args import usable_dir
+    from ishiki_host.cli.reloader import passed_on_options, supervise
+
+    root = usable_dir("run", args.dir)
+    return 2 if root is None else supervise(root, passed_on_options(args), args.reload_dir)
 
 
 def _explain_not_ready(config: ConfigDir) -> None:

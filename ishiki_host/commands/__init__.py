@@ -1,5 +1,6 @@
 """The host's own slash commands (``builtin_commands()``): ``/help``, ``/whoami``, ``/status``, ``/clear``
-(``/reset``), ``/compact``, ``/memory``, ``/memories``, ``/tools``, ``/extensions``, ``/channels``, ``/usage``.
+(``/reset``), ``/compact``, ``/memory``, ``/memories``, ``/tools``, ``/extensions``, ``/channels``, ``/usage``,
+``/stop``.
 
 They are written against the same contract as an extension's commands (``ishiki_host.plugins.commands``:
 ``Command``, ``CommandContext``); the runtime registers them first in every runtime's table (source
@@ -9,6 +10,7 @@ They are written against the same contract as an extension's commands (``ishiki_
 from ishiki_host.commands.info import help_command, render_help, status_command, whoami_command
 from ishiki_host.commands.session import clear_command, compact_command, memories_command, memory_command
 from ishiki_host.commands.switches import channels_command, extensions_command, tools_command
+from ishiki_host.commands.turn import stop_command
 from ishiki_host.commands.usage import usage_command
 from ishiki_host.plugins.commands import Command
 
@@ -23,6 +25,7 @@ __all__ = [
     "memory_command",
     "render_help",
     "status_command",
+    "stop_command",
     "tools_command",
     "usage_command",
     "whoami_command",
@@ -73,4 +76,6 @@ def builtin_commands() -> tuple[Command, ...]:
             "[today|N days]",
             trust="trusted",
         ),
+        # Ending someone's turn is not any group member's call either.
+        Command("stop", stop_command, "Stop the reply being written now.", trust="trusted"),
     )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ishiki_host.config.keys import normalize_document
 from ishiki_host.config.schemas import load_schema
 from ishiki_host.config.services import CHANNEL_GROUP, HOST_GROUP, ServiceCatalog, service_name
 from ishiki_host.config.validation import compiled, did_you_mean, schema_errors, with_defaults
@@ -104,6 +105,7 @@ class HostConfig:
     defaults, when the channel is installed); ``invalid_accounts`` holds the errors of each account that has
     some, by ``(platform, index)``. ``memory`` is the memory extension's open settings block. ``plugins`` maps
     each host plugin to run to its validated block, with its defaults (those with an error are left out).
+    ``warnings`` are what works but should be written otherwise (keys in their old camelCase spelling).
     """
 
     data_dir: Path
@@ -124,6 +126,7 @@ class HostConfig:
     http: HttpSettings = field(default_factory=HttpSettings)
     file: str | None = None
     invalid_accounts: Mapping[tuple[str, int], tuple[ConfigError, ...]] = field(default_factory=dict, compare=False)
+    warnings: tuple[ConfigError, ...] = field(default=(), compare=False)
 
 
 def load_host_config(
@@ -153,7 +156,9 @@ def host_from_document(
     if not isinstance(data, dict):
         errors.append(HostConfigInvalid("expected a mapping of settings", file=doc.file, line=doc.line(())))
         data = {}
-    data = _bare_off(data)
+    data, clashes = normalize_document(doc, load_schema("host"), HostConfigInvalid, _bare_off(data))
+    assert isinstance(data, dict)  # normalizing keeps a mapping a mapping
+    errors.extend(clashes)
     found = schema_errors(compiled(load_schema("host")), data, doc, HostConfigInvalid)
     errors.extend(found)
     bad_top = {e.path.split(".", 1)[0].split("[", 1)[0] for e in found}
@@ -169,7 +174,9 @@ def host_from_document(
     errors.extend(problems)
     errors.sort(key=lambda e: (e.line or 0, e.path))
     built = _build(config_dir, data, doc.file, channels)
-    return dataclasses.replace(built, plugins=plugins, invalid_accounts=_invalid_accounts(channels, errors)), errors
+    invalid = _invalid_accounts(channels, errors)
+    warnings = tuple(sorted(doc.warnings, key=lambda e: (e.line or 0, e.path)))
+    return dataclasses.replace(built, plugins=plugins, invalid_accounts=invalid, warnings=warnings), errors
 
 
 def _invalid_accounts(
@@ -253,10 +260,11 @@ def _channels(
             channels[platform] = tuple(accounts)
             continue
         validator = compiled(spec.config_schema)
-        for index, account in enumerate(accounts):
-            problems.extend(
-                schema_errors(validator, account, doc, HostConfigInvalid, ("channels", platform, "accounts", index))
-            )
+        for index, written in enumerate(accounts):
+            where = ("channels", platform, "accounts", index)
+            account, clashes = normalize_document(doc, spec.config_schema, HostConfigInvalid, written, where)
+            problems.extend([*clashes, *schema_errors(validator, account, doc, HostConfigInvalid, where)])
+            accounts[index] = account
         channels[platform] = tuple(with_defaults(spec.config_schema, a) for a in accounts)
     return channels, problems
 
@@ -276,7 +284,10 @@ def _plugins(
             message = f"no host plugin '{name}' is installed or it failed to load{hint} (see ishiki plugins)"
             problems.append(HostConfigInvalid(message, file=doc.file, line=doc.line(path), path=format_path(path)))
             continue
-        found = schema_errors(compiled(spec.config_schema), block, doc, HostConfigInvalid, path) if spec else []
+        found: list[ConfigError] = []
+        if spec is not None:
+            block, found = normalize_document(doc, spec.config_schema, HostConfigInvalid, block, path)
+            found.extend(schema_errors(compiled(spec.config_schema), block, doc, HostConfigInvalid, path))
         problems.extend(found)
         if not found:
             plugins[name] = with_defaults(spec.config_schema, block) if spec else block

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ishiki_host.jsontypes import Json
+
+if TYPE_CHECKING:
+    from ishiki_host.errors import ConfigError
 
 __all__ = [
     "CircuitBreakerConfig",
@@ -102,11 +105,13 @@ class GroupConfig:
 
 @dataclass(frozen=True, slots=True)
 class ModelsConfig:
-    """All of ``models.yaml``. ``file`` is where it came from, for error messages."""
+    """All of ``models.yaml``. ``file`` is where it came from, for error messages; ``warnings`` are what works
+    but should be written otherwise (keys in their old camelCase spelling), for ``ishiki check``."""
 
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     groups: Mapping[str, GroupConfig] = field(default_factory=dict)
     file: str | None = None
+    warnings: tuple[ConfigError, ...] = field(default=(), compare=False)
 
     def resolve(self, ref: str) -> tuple[str, ...] | None:
         """The ``provider:modelId`` members a model reference stands for, or ``None`` if it names nothing.

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ishiki_host.config.keys import normalize_document
 from ishiki_host.config.models import (
     CircuitBreakerConfig,
     GroupConfig,
@@ -71,12 +72,16 @@ def models_from_document(
             ModelsConfigInvalid("expected a mapping with 'providers' and 'groups'", file=doc.file, line=doc.line(()))
         )
         return ModelsConfig(file=doc.file), errors
+    data, clashes = normalize_document(doc, load_schema("models"), ModelsConfigInvalid, data)
+    assert isinstance(data, dict)  # normalizing keeps a mapping a mapping
+    errors.extend(clashes)
     found = schema_errors(compiled(load_schema("models")), data, doc, ModelsConfigInvalid)
     errors.extend(found)
     data = with_defaults(load_schema("models"), data)
     providers: dict[str, ProviderConfig] = {}
-    for pid, raw in _mapping(data.get("providers")).items():
-        problems = _provider_problems(doc, pid, raw, catalog)
+    for pid, written in _mapping(data.get("providers")).items():
+        raw, clashes = _api_keys(doc, pid, written, catalog)
+        problems = [*clashes, *_provider_problems(doc, pid, raw, catalog)]
         errors.extend(problems)
         if not problems and not _touched(errors, ("providers", pid)) and isinstance(raw, dict):
             providers[pid] = _provider(pid, raw, catalog)
@@ -87,7 +92,21 @@ def models_from_document(
         if not problems and not _touched(errors, ("groups", name)) and isinstance(raw, dict):
             groups[name] = _group(name, raw)
     errors.sort(key=lambda e: (e.line or 0, e.path))
-    return ModelsConfig(providers=providers, groups=groups, file=doc.file), errors
+    warnings = tuple(sorted(doc.warnings, key=lambda e: (e.line or 0, e.path)))
+    return ModelsConfig(providers=providers, groups=groups, file=doc.file, warnings=warnings), errors
+
+
+def _api_keys(doc: YamlDocument, pid: str, raw: Any, catalog: ServiceCatalog | None) -> tuple[Any, list[ConfigError]]:
+    """The provider block with the old spellings of its API's own keys renamed (``streamUsage``)."""
+    if not isinstance(raw, dict) or catalog is None or not isinstance(raw.get("api"), str):
+        return raw, []
+    spec = catalog.spec(service_name(PROVIDER_GROUP, raw["api"]))
+    if spec is None:
+        return raw, []
+    options = {k: v for k, v in raw.items() if k not in _COMMON}
+    renamed, clashes = normalize_document(doc, spec.config_schema, ModelsConfigInvalid, options, ("providers", pid))
+    assert isinstance(renamed, dict)
+    return {**{k: v for k, v in raw.items() if k in _COMMON}, **renamed}, clashes
 
 
 def _touched(errors: list[ConfigError], path: tuple[str, str]) -> bool:
@@ -108,8 +127,8 @@ def _provider_problems(doc: YamlDocument, pid: str, raw: Any, catalog: ServiceCa
         return []  # the profiles using it wait for the API; nothing to check its keys against
     where = ("providers", pid)
     problems: list[ConfigError] = []
-    if spec.needs_base_url and "baseUrl" not in raw:
-        problems.append(_error(doc, where, f"api '{raw['api']}' needs baseUrl"))
+    if spec.needs_base_url and "base_url" not in raw:
+        problems.append(_error(doc, where, f"api '{raw['api']}' needs base_url"))
     options = {k: v for k, v in raw.items() if k not in _COMMON}
     for err in schema_errors(compiled(spec.config_schema), options, doc, ModelsConfigInvalid, where):
         if "unknown key" in err.message:
@@ -157,14 +176,14 @@ def _provider(pid: str, raw: Mapping[str, Any], catalog: ServiceCatalog | None) 
     return ProviderConfig(
         id=pid,
         api=raw["api"],
-        base_url=raw.get("baseUrl"),
-        api_key=raw.get("apiKey"),
+        base_url=raw.get("base_url"),
+        api_key=raw.get("api_key"),
         headers=dict(raw["headers"]),
         models=tuple(_model(m) for m in raw["models"]),
-        max_concurrency=raw["maxConcurrency"],
-        timeout_seconds=float(raw["timeoutSeconds"]),
-        connect_timeout_seconds=float(raw["connectTimeoutSeconds"]),
-        read_timeout_seconds=float(raw["readTimeoutSeconds"]),
+        max_concurrency=raw["max_concurrency"],
+        timeout_seconds=float(raw["timeout_seconds"]),
+        connect_timeout_seconds=float(raw["connect_timeout_seconds"]),
+        read_timeout_seconds=float(raw["read_timeout_seconds"]),
         options=options,
     )
 
@@ -172,16 +191,16 @@ def _provider(pid: str, raw: Mapping[str, Any], catalog: ServiceCatalog | None) 
 def _model(raw: Mapping[str, Any]) -> ModelSpec:
     return ModelSpec(
         id=raw["id"],
-        context_window=raw["contextWindow"],
-        max_tokens=raw["maxTokens"],
-        tool_call=raw["toolCall"],
+        context_window=raw["context_window"],
+        max_tokens=raw["max_tokens"],
+        tool_call=raw["tool_call"],
         input=tuple(raw["input"]),
         price=_price(raw["price"]) if "price" in raw else None,
     )
 
 
 def _price(raw: Mapping[str, Any]) -> ModelPrice:
-    cached = raw.get("cachedInput")
+    cached = raw.get("cached_input")
     return ModelPrice(
         input=float(raw["input"]),
         output=float(raw["output"]),
@@ -191,13 +210,13 @@ def _price(raw: Mapping[str, Any]) -> ModelPrice:
 
 
 def _group(name: str, raw: Mapping[str, Any]) -> GroupConfig:
-    breaker = raw["circuitBreaker"]
+    breaker = raw["circuit_breaker"]
     return GroupConfig(
         name=name,
         members=tuple(raw["models"]),
         strategy=raw["strategy"],
         circuit_breaker=CircuitBreakerConfig(
-            failure_threshold=breaker["failureThreshold"], cooldown_seconds=float(breaker["cooldownSeconds"])
+            failure_threshold=breaker["failure_threshold"], cooldown_seconds=float(breaker["cooldown_seconds"])
         ),
         seed=raw.get("seed"),
     )

@@ -8,12 +8,13 @@ others. Only ``enable: false`` stops it early: a disabled profile is not checked
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.config.claims import Claims, compile_claims
+from ishiki_host.config.keys import normalize_document
 from ishiki_host.config.profile_types import (
     CodemodeConfig,
     EngineChoice,
@@ -26,6 +27,7 @@ from ishiki_host.config.profile_types import (
     ToolsearchConfig,
     TrustConfig,
     TypingConfig,
+    unlisted_of,
 )
 from ishiki_host.config.schemas import load_schema
 from ishiki_host.config.services import ENGINE_GROUPS, EXTENSION_GROUP, ServiceCatalog, service_name
@@ -51,7 +53,8 @@ class ProfileLoad:
     """What loading one profile directory gave: the profile when valid, else its errors.
 
     ``file`` is the profile file as shown in messages (``None`` when there is none); ``disabled`` is true for
-    ``enable: false``.
+    ``enable: false``. ``warnings`` are what works but should be written otherwise (keys in their old camelCase
+    spelling); they never make a profile invalid.
     """
 
     id: str
@@ -61,6 +64,7 @@ class ProfileLoad:
     disabled: bool = False
     errors: tuple[ConfigError, ...] = ()
     lines: Mapping[tuple[Key, ...], int] = field(default_factory=dict, repr=False)
+    warnings: tuple[ConfigError, ...] = ()
 
     def line(self, path: tuple[Key, ...]) -> int | None:
         """The line of ``path`` in the profile file, or of its longest prefix that has one."""
@@ -90,7 +94,9 @@ def load_profile(
     persona = _persona(directory, display_dir, errors)
     profile, problems = profile_from_document(pid, directory / present[0], doc, persona, catalog, models)
     errors.extend(problems)
-    return ProfileLoad(pid, directory, display, None if errors else profile, errors=tuple(errors), lines=doc.lines)
+    warnings = tuple(sorted(doc.warnings, key=lambda e: (e.line or 0, e.path)))
+    loaded = None if errors else profile
+    return ProfileLoad(pid, directory, display, loaded, errors=tuple(errors), lines=doc.lines, warnings=warnings)
 
 
 def _persona(directory: Path, display_dir: str, errors: list[ConfigError]) -> str:
@@ -127,15 +133,23 @@ def profile_from_document(
             )
         )
         return None, errors
-    data, dropped = _normalized(data)
     schema = load_schema("profile")
-    errors.extend(schema_errors(compiled(schema), data, doc, ProfileInvalid))
+    renamed, clashes = normalize_document(doc, schema, ProfileInvalid, data)
+    assert isinstance(renamed, dict)  # normalizing keeps a mapping a mapping
+    data, dropped = _normalized(renamed)
+    errors.extend([*clashes, *schema_errors(compiled(schema), data, doc, ProfileInvalid)])
     touched = _Touched(errors)
-    data = with_defaults(schema, data)
+    trust_section = data.get("trust")
+    given_trust: Mapping[str, Any] = trust_section if isinstance(trust_section, dict) else {}  # before defaults
+    data, clashes = _plugin_keys(doc, with_defaults(schema, data), catalog)
+    errors.extend(clashes)
     claims = Claims()
     if not touched("channels"):
         claims, problems = compile_claims(data["channels"])
         errors.extend(_err(doc, path, message) for path, message in problems)
+    if not touched("trust"):
+        errors.extend(_trust_problems(doc, given_trust))
+        data = {**data, "trust": {**data["trust"], **_unlisted(given_trust)}}
     if models is not None and "model" in data and not touched("model"):
         errors.extend(_model_problems(doc, data["model"], models))
     engines = {kind: _engine(doc, kind, data[kind], catalog, errors) for kind in _ENGINE_KINDS if not touched(kind)}
@@ -179,17 +193,89 @@ def _normalized(data: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
     return result, dropped
 
 
+def _plugin_keys(
+    doc: YamlDocument, data: dict[str, Any], catalog: ServiceCatalog | None
+) -> tuple[dict[str, Any], list[ConfigError]]:
+    """``data`` with the old spellings in the engines' and extensions' blocks renamed by each one's schema (so
+    ``Profile.document`` holds snake_case keys only), and the keys written in both spellings."""
+    if catalog is None:
+        return data, []
+    result, clashes = dict(data), list[ConfigError]()
+    for kind in _ENGINE_KINDS:
+        section = result.get(kind)
+        name = section.get("engine") if isinstance(section, dict) else None
+        if not isinstance(section, dict) or not isinstance(name, str) or name not in section:
+            continue
+        spec = catalog.spec(service_name(ENGINE_GROUPS[kind], name))
+        if spec is not None:
+            block, found = normalize_document(doc, spec.config_schema, ProfileInvalid, section[name], (kind, name))
+            result[kind], clashes = {**section, name: block}, [*clashes, *found]
+    extends = result.get("extends")
+    if isinstance(extends, dict):
+        renamed = {}
+        for name, entry in extends.items():
+            spec = catalog.spec(service_name(EXTENSION_GROUP, name))
+            if spec is not None and isinstance(entry, dict) and "config" in entry:
+                where = ("extends", name, "config")
+                block, found = normalize_document(doc, spec.config_schema, ProfileInvalid, entry["config"], where)
+                entry, clashes = {**entry, "config": block}, [*clashes, *found]
+            renamed[name] = entry
+        result["extends"] = renamed
+    return result, clashes
+
+
 def _err(doc: YamlDocument, path: tuple[Key, ...], message: str) -> ConfigError:
     return ProfileInvalid(message, file=doc.file, line=doc.line(path), path=format_path(path))
+
+
+def _trust_problems(doc: YamlDocument, trust: Mapping[str, Any]) -> list[ConfigError]:
+    """``trust.unlisted`` and its older spelling ``allow_unlisted``, both given, must say the same."""
+    mode, legacy = trust.get("unlisted"), trust.get("allow_unlisted")
+    if mode is None or legacy is None or unlisted_of(legacy) == mode:
+        return []
+    message = (
+        f"allow_unlisted: {str(legacy).lower()} means unlisted: {unlisted_of(legacy)}, but unlisted is {mode!r}; "
+        "keep only unlisted"
+    )
+    return [_err(doc, ("trust", "allow_unlisted"), message)]
+
+
+def _unlisted(trust: Mapping[str, Any]) -> dict[str, Any]:
+    """``unlisted`` and ``allow_unlisted`` as the file means them: ``unlisted`` when given, else what
+    ``allow_unlisted`` stands for, else ``serve`` (the schema's defaults cannot tell which one was written)."""
+    mode = trust.get("unlisted") or (unlisted_of(trust["allow_unlisted"]) if "allow_unlisted" in trust else "serve")
+    return {"unlisted": mode, "allow_unlisted": mode == "serve"}
 
 
 def _model_problems(doc: YamlDocument, model: str, models: ModelsConfig) -> list[ConfigError]:
     if models.resolve(model) is not None:
         return []
-    known = [*models.groups, *(f"{p.id}:{m.id}" for p in models.providers.values() for m in p.models)]
+    refs = [f"{p.id}:{m.id}" for p in models.providers.values() for m in p.models]
     where = "models.yaml" if models.file is None else models.file
-    message = f"'{model}' names no group and no provider:modelId of {where}{did_you_mean(model, known)}"
+    provider_id, sep, model_id = model.partition(":")
+    provider = models.providers.get(provider_id) if sep else None
+    if provider is not None:  # the provider exists: the nearest of its own models
+        listed = [m.id for m in provider.models]
+        hint = did_you_mean(model_id, listed) or f" (it lists {_names(listed)})"
+        message = f"'{model}': provider '{provider_id}' of {where} lists no model '{model_id}'{hint}"
+    elif sep:  # no such provider: the nearest provider, else the nearest provider:modelId
+        hint = did_you_mean(provider_id, models.providers) or did_you_mean(model, refs)
+        hint = hint or f" (providers: {_names(models.providers)})"
+        message = f"'{model}': {where} has no provider '{provider_id}'{hint}"
+    else:  # a group name (or a provider:modelId missing its provider)
+        hint = did_you_mean(model, models.groups) or did_you_mean(model, refs)
+        message = f"'{model}' names no group and no provider:modelId of {where}{hint or _listing(models, refs)}"
     return [_err(doc, ("model",), message)]
+
+
+def _names(names: Iterable[str]) -> str:
+    shown = sorted(names)
+    return ", ".join(f"'{n}'" for n in shown) if shown else "none"
+
+
+def _listing(models: ModelsConfig, refs: Sequence[str]) -> str:
+    """What a reference can name, when nothing is close: the groups, else the ``provider:modelId`` refs."""
+    return f" (groups: {_names(models.groups)})" if models.groups else f" (models: {_names(refs)})"
 
 
 def _engine(
@@ -259,16 +345,23 @@ def _build(
         context=engines["context"],
         wakeup=engines["wakeup"],
         toolcall=engines["toolcall"],
-        failover=FailoverConfig(failover["attempts"], failover["backoffMs"], failover["failoverOn"]),
+        failover=FailoverConfig(failover["attempts"], failover["backoff_ms"], failover["failover_on"]),
         codemode=_codemode(codemode) if codemode is not None else None,
-        toolsearch=ToolsearchConfig(toolsearch["maxResults"], tuple(toolsearch["resident"])) if toolsearch else None,
-        typing=TypingConfig(float(typing["charsPerSecond"]), typing["maxDelayMs"]) if typing else None,
-        resources=ResourcesConfig(resources["artifactThresholdChars"], resources["maxAssetBytes"]),
+        toolsearch=ToolsearchConfig(toolsearch["max_results"], tuple(toolsearch["resident"])) if toolsearch else None,
+        typing=TypingConfig(float(typing["chars_per_second"]), typing["max_delay_ms"]) if typing else None,
+        resources=ResourcesConfig(resources["artifact_threshold_chars"], resources["max_asset_bytes"]),
         trust=TrustConfig(
-            tuple(trust["owners"]), tuple(trust["trusted"]), trust["allow_unlisted"], dict(trust["commands"])
+            tuple(trust["owners"]),
+            tuple(trust["trusted"]),
+            trust["allow_unlisted"],
+            dict(trust["commands"]),
+            trust["unlisted"],
+            float(trust["pairing_expiry_seconds"]),
         ),
         session=SessionConfig(session["summarizer"], float(session["compact_threshold"])),
         reply_with_text=data["reply_with_text"],
+        suggest_commands=data["suggest_commands"],
+        stream_replies=data["stream_replies"],
         max_steps=data["max_steps"],
         failure_reply=data["failure_reply"] if (data["failure_reply"] or "").strip() else None,
         document=data,
@@ -277,14 +370,14 @@ def _build(
 
 def _codemode(section: Mapping[str, Any]) -> CodemodeConfig:
     return CodemodeConfig(
-        timeout_ms=section["timeoutMs"],
-        memory_limit_bytes=section["memoryLimitBytes"],
-        max_jobs=section["maxJobs"],
-        max_tool_input_bytes=section["maxToolInputBytes"],
-        max_tool_output_bytes=section["maxToolOutputBytes"],
-        max_result_bytes=section["maxResultBytes"],
-        max_concurrent_tool_calls=section["maxConcurrentToolCalls"],
-        max_tool_calls=section["maxToolCalls"],
-        max_log_bytes=section["maxLogBytes"],
+        timeout_ms=section["timeout_ms"],
+        memory_limit_bytes=section["memory_limit_bytes"],
+        max_jobs=section["max_jobs"],
+        max_tool_input_bytes=section["max_tool_input_bytes"],
+        max_tool_output_bytes=section["max_tool_output_bytes"],
+        max_result_bytes=section["max_result_bytes"],
+        max_concurrent_tool_calls=section["max_concurrent_tool_calls"],
+        max_tool_calls=section["max_tool_calls"],
+        max_log_bytes=section["max_log_bytes"],
         direct=tuple(section["direct"]),
     )

@@ -26,6 +26,8 @@ __all__ = [
     "ToolsearchConfig",
     "TrustConfig",
     "TypingConfig",
+    "UnlistedMode",
+    "unlisted_of",
 ]
 
 EngineKind = Literal["context", "wakeup", "toolcall"]
@@ -111,15 +113,58 @@ class ResourcesConfig:
     max_asset_bytes: int = 20_971_520
 
 
+UnlistedMode = Literal["serve", "refuse", "pairing"]
+"""What a profile does with a sender in neither trust list (``trust.unlisted``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TrustConfig:
-    """Owners and trusted senders as ``platform:userId``; whether unlisted senders are served; ``commands``:
-    the level a command needs here, by command name, where it differs from the command's own."""
+    """Owners and trusted senders as ``platform:userId``; what happens to unlisted senders (``unlisted``);
+    ``commands``: the level a command needs here, by command name, where it differs from the command's own;
+    ``pairing_expiry_seconds``: how long a pairing code holds.
+
+    ``allow_unlisted`` is the older spelling of ``unlisted`` (``True``: ``serve``, ``False``: ``refuse``).
+    Either may be given; given both, they must agree on whether unlisted senders are served (``ValueError``
+    otherwise; ``False`` goes with ``pairing`` too, so a copy made with ``dataclasses.replace`` stays valid).
+    After construction both are set: ``unlisted`` (``serve`` when neither was given) and ``allow_unlisted``
+    (``unlisted == "serve"``). A profile file is stricter: there ``allow_unlisted: false`` is ``refuse`` only.
+    """
 
     owners: tuple[str, ...] = ()
     trusted: tuple[str, ...] = ()
-    allow_unlisted: bool = True
+    allow_unlisted: bool | None = None
     commands: Mapping[str, Literal["untrusted", "trusted", "owner"]] = field(default_factory=dict)
+    unlisted: UnlistedMode | None = None
+    pairing_expiry_seconds: float = 3600.0
+
+    def __post_init__(self) -> None:
+        legacy: UnlistedMode | None = None if self.allow_unlisted is None else unlisted_of(self.allow_unlisted)
+        if (
+            self.unlisted is not None
+            and self.allow_unlisted is not None
+            and self.allow_unlisted != (self.unlisted == "serve")
+        ):
+            raise ValueError(
+                f"trust.unlisted is {self.unlisted!r} but trust.allow_unlisted {self.allow_unlisted} means "
+                f"{legacy!r}; keep one of them"
+            )
+        mode: UnlistedMode = self.unlisted or legacy or "serve"
+        if mode not in ("serve", "refuse", "pairing"):
+            raise ValueError(f"trust.unlisted must be serve, refuse or pairing, not {mode!r}")
+        if not self.pairing_expiry_seconds > 0:
+            raise ValueError(f"trust.pairing_expiry_seconds must be positive, got {self.pairing_expiry_seconds!r}")
+        object.__setattr__(self, "unlisted", mode)
+        object.__setattr__(self, "allow_unlisted", mode == "serve")
+
+    @property
+    def unlisted_mode(self) -> UnlistedMode:
+        """``unlisted``, typed as always set (it is, after construction)."""
+        return self.unlisted or "serve"
+
+
+def unlisted_of(allow_unlisted: bool) -> UnlistedMode:
+    """The ``trust.unlisted`` mode the older ``allow_unlisted`` stands for."""
+    return "serve" if allow_unlisted else "refuse"
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +202,8 @@ class Profile:
     trust: TrustConfig = field(default_factory=TrustConfig)
     session: SessionConfig = field(default_factory=SessionConfig)
     reply_with_text: bool = True
+    suggest_commands: bool = True
+    stream_replies: bool = True
     max_steps: int = 20
     failure_reply: str | None = "Sorry, something went wrong on my side; please try again in a moment."
     document: Mapping[str, Json] = field(default_factory=dict)

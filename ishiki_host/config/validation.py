@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ishiki_host.config.keys import normalize_document, normalize_keys
 from ishiki_host.config.yamlio import Key, format_path
 from ishiki_host.jsontypes import Json
 
@@ -52,10 +53,18 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
 
 
 def with_defaults(schema: Mapping[str, Json], data: Json) -> Json:
-    """A copy of ``data`` with the schema's ``default`` values filled in for absent properties, recursively."""
+    """A copy of ``data`` with the schema's ``default`` values filled in for absent properties, recursively.
+
+    Keys in their old camelCase spelling that the schema knows in snake_case (``maxTokens``) come back renamed
+    (``max_tokens``; ``ishiki_host.config.keys``), so a plugin always reads snake_case keys.
+    """
+    return _filled(schema, normalize_keys(schema, data).data)
+
+
+def _filled(schema: Mapping[str, Json], data: Json) -> Json:
     if isinstance(data, list):
         items = schema.get("items")
-        return [with_defaults(items, item) for item in data] if isinstance(items, Mapping) else data
+        return [_filled(items, item) for item in data] if isinstance(items, Mapping) else data
     if not isinstance(data, dict):
         return data
     properties: Mapping[str, Json] = schema.get("properties", {})
@@ -68,10 +77,10 @@ def with_defaults(schema: Mapping[str, Json], data: Json) -> Json:
             default = sub["default"]
             result[key] = copy.deepcopy(default) if isinstance(default, dict | list) else default
         if key in result and isinstance(result[key], dict | list):
-            result[key] = with_defaults(sub, result[key])
+            result[key] = _filled(sub, result[key])
     if isinstance(extra, Mapping):
         for key in result.keys() - properties.keys():
-            result[key] = with_defaults(extra, result[key])
+            result[key] = _filled(extra, result[key])
     return result
 
 
@@ -206,6 +215,9 @@ def schema_problems(
 
     What a plugin calls to validate a config file of its own (read with ``read_text`` and ``parse_yaml``, which
     also parses JSON) the way the host validates its own: plain words, "did you mean" for unknown keys and
-    values, secrets never echoed.
+    values, secrets never echoed. A key in its old camelCase spelling is valid (it is read as its snake_case
+    form, as ``with_defaults`` renames it, and noted in ``doc.warnings``); a key written in both spellings is an
+    error.
     """
-    return schema_errors(compiled(schema), data, doc, error, prefix)
+    renamed, clashes = normalize_document(doc, schema, error, data, prefix)
+    return [*clashes, *schema_errors(compiled(schema), renamed, doc, error, prefix)]

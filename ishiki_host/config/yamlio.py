@@ -118,12 +118,17 @@ def format_path(path: Sequence[Key]) -> str:
 
 @dataclass
 class YamlDocument:
-    """A parsed file: its data, the line of each key path, and the non-fatal problems found on the way."""
+    """A parsed file: its data, the line of each key path, and the non-fatal problems found on the way.
+
+    ``warnings`` are what works but should be written otherwise (a key in its old spelling:
+    ``ishiki_host.config.keys``); the loaders add them, the parsers never do.
+    """
 
     file: str
     data: Json
     lines: dict[tuple[Key, ...], int] = field(default_factory=dict)
     errors: list[ConfigError] = field(default_factory=list)
+    warnings: list[ConfigError] = field(default_factory=list)
 
     def line(self, path: Sequence[Key]) -> int | None:
         """The line of ``path``, or of its longest prefix that has one (1-based)."""

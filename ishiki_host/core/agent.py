@@ -10,6 +10,9 @@ The owner builds it and runs it in a task group it owns::
 Input and turns are separate: ``send`` only appends (or holds the entry for the running turn), and a turn
 starts only when someone calls ``continue_`` (or sends with ``trigger=True``). ``stop()`` aborts the running
 turn, drops queued ones and makes ``run`` return.
+
+``stream_for`` (optional) is asked before each step's model call whether someone wants the step's text as it
+is written; a ``StepStream`` it returns makes that step stream (``ishiki_host.core.runner``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.core.hooks import AgentHooks, HookChain
 from ishiki_host.core.messages import Message
 from ishiki_host.core.recovery import recover
-from ishiki_host.core.runner import Inbox, Running, SetupFn, TurnRunner
+from ishiki_host.core.runner import Inbox, Running, SetupFn, StreamFor, TurnRunner
 from ishiki_host.core.tool_calls import ToolCaller
 from ishiki_host.core.turns import Delivery, Recovery, Turn, TurnHandle, TurnOutcome
 from ishiki_host.errors import AgentBusy, AgentStopped, ToolError
@@ -79,6 +82,7 @@ class Agent:
         tool_timeout: float | None = 300.0,
         shutdown_grace: float = 10.0,
         before_turn: BeforeTurn | None = None,
+        stream_for: StreamFor | None = None,
     ):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1; got {max_steps}")
@@ -103,6 +107,7 @@ class Agent:
             shutdown_grace=shutdown_grace,
             set_current=self._set_current,
             retrigger=self._retrigger,
+            stream_for=stream_for,
         )
         self._queue: deque[_Request] = deque()
         self._current: Running | None = None

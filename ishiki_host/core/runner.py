@@ -6,25 +6,31 @@ is appended or the model is called again; the last step's batch shares the turn 
 the running turn are appended only after the batch, so an assistant message and its tool results stay one
 contiguous run of lines. The turn's end (``turn.done`` / ``turn.failed`` / ``turn.aborted``) is written in a
 shielded scope, so an abort or a shutdown still leaves every tool call answered and the turn closed.
+
+Streaming: when the owner's ``stream_for(step)`` returns a ``StepStream`` for a step, the model is called with
+``stream`` instead of ``generate``; the sink gets each text delta as it comes (and a word when a tool call
+starts), and the ``StreamDone``'s result becomes ``step.result`` exactly as ``generate``'s would. Without a
+sink nothing is streamed. A turn that fails or is aborted while a step streamed records the text the sink
+was given in its end entry (``partial_reply``), since a person may have seen it.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from ishiki_host.core.hooks import Stop
 from ishiki_host.core.levels import CONTENT_TRUST
 from ishiki_host.core.messages import Message, ToolCall
-from ishiki_host.core.model import ModelRequest, Usage
+from ishiki_host.core.model import ModelRequest, ModelResult, StreamDone, StreamEvent, TextDelta, ToolCallDelta, Usage
 from ishiki_host.core.tools import trust_allows
 from ishiki_host.core.turns import Step, Turn, TurnHandle, TurnOutcome, TurnSetup, TurnStatus
-from ishiki_host.errors import ModelError, ToolConflictError
+from ishiki_host.errors import ModelBadRequest, ModelError, ToolConflictError
 
 if TYPE_CHECKING:
     from ishiki_host.core.bus import EventBus
@@ -35,12 +41,31 @@ if TYPE_CHECKING:
     from ishiki_host.core.tool_calls import ToolCaller
     from ishiki_host.core.turns import Delivery
 
-__all__ = ["Inbox", "Running", "SetupFn", "TurnRunner"]
+__all__ = ["Inbox", "Running", "SetupFn", "StepStream", "StreamFor", "TurnRunner"]
 
 logger = logging.getLogger(__name__)
 
 SetupFn = Callable[[Turn], Awaitable[TurnSetup] | TurnSetup]
 """Called at the start of every turn; returns that turn's system prompt and tools."""
+
+
+class StepStream(Protocol):
+    """Where a streamed step's text goes as the model writes it (a channel's draft of the reply).
+
+    Both methods are synchronous and must not block or raise: they run between two events of the stream.
+    """
+
+    def text(self, delta: str) -> None:
+        """A piece of the step's text, in order."""
+        ...
+
+    def tool_call(self) -> None:
+        """The model started a tool call (so the text will not be the reply)."""
+        ...
+
+
+StreamFor = Callable[[Step], StepStream | None]
+"""Asked before each step's model call (after ``prepare_step``): a sink streams the step, ``None`` does not."""
 
 _END_EVENT = {"done": "turn.done", "failed": "turn.failed", "aborted": "turn.aborted"}
 _FINISH_SECONDS = 300.0  # the most closing a turn that ended on its own may take (the log, the end event)
@@ -75,6 +100,8 @@ class Running:
     """The newest entry appended before the turn began. The turn may start while its fsync is under way
     (``Agent.send``); it acts on a model's answer (tool calls, a text reply) only once this is durable, so
     nothing leaves the host for a message a power loss could take back."""
+    streamed: list[str] | None = None
+    """The text a streaming step gave its sink so far; ``None`` once its assistant message is in the log."""
 
 
 class TurnRunner:
@@ -94,6 +121,7 @@ class TurnRunner:
         shutdown_grace: float,
         set_current: Callable[[Running | None], None],
         retrigger: Callable[[list[Delivery]], Awaitable[None]],
+        stream_for: StreamFor | None = None,
     ):
         self._log = log
         self._model = model
@@ -106,6 +134,7 @@ class TurnRunner:
         self._grace = shutdown_grace
         self._set_current = set_current
         self._retrigger = retrigger
+        self._stream_for = stream_for
 
     async def run(self, running: Running) -> TurnOutcome:
         """Run ``running.turn`` to its end; a cancellation from outside ends it as ``aborted`` and re-raises."""
@@ -144,7 +173,7 @@ class TurnRunner:
             step = Step(turn, index, list(offered), setup.tool_choice, setup.max_tokens, setup.temperature)
             turn.steps.append(step)
             running.unseen.clear()  # whatever joined before this point is in the log this step reads
-            await self._call_model(step, setup)
+            await self._call_model(running, step, setup)
             await self._record(running, step)
             if self._inbox.held:
                 await self._admit_joined(running, step)
@@ -174,7 +203,7 @@ class TurnRunner:
         turn.setup = setup
         return setup
 
-    async def _call_model(self, step: Step, setup: TurnSetup) -> None:
+    async def _call_model(self, running: Running, step: Step, setup: TurnSetup) -> None:
         entries = await self._hooks.select_entries(self._log, step)
         step.entries = await self._hooks.transform_entries(entries, step)
         messages = await self._hooks.project(step.entries, step)
@@ -190,8 +219,31 @@ class TurnRunner:
             temperature=step.temperature,
             priority=step.turn.priority,
         )
-        step.result = await self._model.generate(step.request)
+        sink = self._stream_for(step) if self._stream_for is not None else None
+        if sink is None:
+            step.result = await self._model.generate(step.request)
+        else:
+            step.result = await self._stream(running, step.request, sink)
         step.turn.usage = _add_usage(step.turn.usage, step.result.usage)
+
+    async def _stream(self, running: Running, request: ModelRequest, sink: StepStream) -> ModelResult:
+        """``model.stream``, its text fed to ``sink``; the ``StreamDone``'s result. The stream is closed on any
+        way out (an abort, a failure), so its connection goes back at once."""
+        shown = running.streamed = []
+        events = self._model.stream(request)
+        try:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    if event.text:
+                        shown.append(event.text)
+                        sink.text(event.text)
+                elif isinstance(event, ToolCallDelta):
+                    sink.tool_call()
+                elif isinstance(event, StreamDone):
+                    return event.result
+        finally:
+            await _aclose(events)
+        raise ModelBadRequest("stream ended without a result", model=self._model.name)
 
     async def _record(self, running: Running, step: Step) -> None:
         """Write-ahead: the assistant message as soon as the model answered, each result as its tool ends."""
@@ -208,6 +260,7 @@ class TurnRunner:
         }
         with anyio.CancelScope(shield=True):
             assistant = await self._log.append("message", data, turn=number)
+            running.streamed = None  # the text is in the log now, no longer a partial reply
             running.pending_calls = [(call, step) for call in result.tool_calls]
         step.appended.append(assistant)
         running.unannounced.append(assistant)
@@ -308,6 +361,9 @@ class TurnRunner:
             await self._announce(running)
             await self._flush_held(running)
         end = _end_data(outcome)
+        if running.streamed and outcome.status in ("failed", "aborted"):
+            end["partial_reply"] = "".join(running.streamed)  # what a person may have seen of the reply
+        running.streamed = None
         if outcome.status == "aborted" and running.resume:
             end["resume"] = True
         await self._log.append("event", end, turn=number)
@@ -365,6 +421,13 @@ def _end_data(outcome: TurnOutcome) -> dict[str, Any]:
     if outcome.usage != Usage():
         data["usage"] = outcome.usage.to_dict()
     return data
+
+
+async def _aclose(events: AsyncIterator[StreamEvent]) -> None:
+    """End an async generator now, not when it is collected (its HTTP response goes back to the pool)."""
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _add_usage(total: Usage, more: Usage) -> Usage:

@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 
+from ishiki_host.config.keys import normalize_keys
 from ishiki_host.errors import ConfigError
 
 __all__ = ["model_option", "options_table", "resolve_options", "schema_defaults"]
@@ -30,10 +31,12 @@ def schema_defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
 def resolve_options(schema: Mapping[str, Any], config: Mapping[str, Any] | None, *, where: str = "") -> dict[str, Any]:
     """``config`` validated against ``schema``, with the schema's defaults filled in.
 
+    Keys in their old camelCase spelling are read as their snake_case form (``ishiki_host.config.keys``).
     Raises ``ConfigError`` whose ``path`` is ``where`` joined with the offending key (``wakeup.willingness.base``)
     and whose message names the bad value; an unknown key gets a "did you mean" hint.
     """
-    config = dict(config or {})
+    renamed = normalize_keys(schema, dict(config or {})).data
+    config = dict(renamed) if isinstance(renamed, dict) else {}
     validator = jsonschema.Draft202012Validator(schema)
     error = min(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.message)), default=None)
     if error is not None:

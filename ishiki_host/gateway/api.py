@@ -46,9 +46,9 @@ class ModelAPI(Plugin):
     """Base class of model API adapters.
 
     ``config_schema`` is the JSON Schema of the provider keys this API adds to ``models.yaml`` beyond the common
-    ones (``api``, ``baseUrl``, ``apiKey``, ``headers``, ``models``, ``maxConcurrency``, timeouts); they arrive in
+    ones (``api``, ``base_url``, ``api_key``, ``headers``, ``models``, ``max_concurrency``, timeouts); they arrive in
     ``ProviderConfig.options``. ``api_version`` is the plugin-API version the adapter was written for;
-    ``needs_base_url`` says whether ``models.yaml`` must give the provider a ``baseUrl``.
+    ``needs_base_url`` says whether ``models.yaml`` must give the provider a ``base_url``.
     """
 
     needs_base_url: ClassVar[bool] = True

@@ -49,20 +49,14 @@ class FailoverPolicy:
         if self.attempts < 1:
             raise ValueError("failover attempts must be at least 1")
         if self.failover_on not in ("unavailable", "any"):
-            raise ValueError(f"failoverOn must be 'unavailable' or 'any', not {self.failover_on!r}")
+            raise ValueError(f"failover_on must be 'unavailable' or 'any', not {self.failover_on!r}")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> FailoverPolicy:
-        """From a profile's ``failover`` mapping (``attempts``, ``backoffMs``, ``backoffCapMs``, ``failoverOn``,
-        ``maxRetryAfterSeconds``); missing keys keep their defaults."""
-        keys = {
-            "attempts": "attempts",
-            "backoffMs": "backoff_ms",
-            "backoffCapMs": "backoff_cap_ms",
-            "failoverOn": "failover_on",
-            "maxRetryAfterSeconds": "max_retry_after_seconds",
-        }
-        return cls(**{field: data[key] for key, field in keys.items() if key in data})
+        """From a profile's ``failover`` mapping (``attempts``, ``backoff_ms``, ``backoff_cap_ms``, ``failover_on``,
+        ``max_retry_after_seconds``); missing keys keep their defaults."""
+        keys = ("attempts", "backoff_ms", "backoff_cap_ms", "failover_on", "max_retry_after_seconds")
+        return cls(**{key: data[key] for key in keys if key in data})
 
     def backoff_seconds(self, round_number: int, rng: random.Random) -> float:
         """The wait before round ``round_number`` (1 = the first repeat): doubling, jittered to 50-100 %, capped."""

@@ -2,7 +2,7 @@
 
 ``Gateway(config, apis)`` makes one shared ``httpx.AsyncClient`` and one ``ProviderClient`` per provider, one
 circuit breaker per member and one scheduler. ``gateway.model(ref)`` gives the ``LanguageModel`` of a group
-name or a ``provider:modelId``: each call goes through the scheduler (priority, ``maxConcurrency``), a
+name or a ``provider:modelId``: each call goes through the scheduler (priority, ``max_concurrency``), a
 whole-call deadline, the breakers and the profile's failover policy. Every model call made (including failed
 ones and probes' exceptions) is reported to the call listeners as a ``ModelCallRecord``, which is how the runtime
 logs token usage; the ``ModelResult`` itself also carries ``usage`` and ``model`` (the member that answered).

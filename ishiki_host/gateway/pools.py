@@ -2,9 +2,9 @@
 
 httpcore 1.0 scans every connection of a pool for every request it assigns, so one pool of 64 connections
 costs milliseconds of CPU per request under load (quadratic overall). A provider of an HTTP API therefore gets
-``ceil(maxConcurrency / POOL_SIZE)`` clients, each with its own small pool, and each call goes to the client
+``ceil(max_concurrency / POOL_SIZE)`` clients, each with its own small pool, and each call goes to the client
 with the fewest calls in flight (``ProviderPool.acquire``, once the scheduler granted the call its slot). The
-scheduler bounds the calls in flight to ``maxConcurrency``, so no client has more than ``POOL_SIZE`` at once and
+scheduler bounds the calls in flight to ``max_concurrency``, so no client has more than ``POOL_SIZE`` at once and
 every connection stays a keep-alive one (handing clients out in turn let some get more calls than connections
 kept: the extra ones were opened and closed again, a connect every few calls under load). APIs without a base
 URL (the scripted one) get one client. Every httpx client of a gateway shares one TLS context (building one
@@ -110,7 +110,7 @@ def make_pool(
         known = ", ".join(sorted(apis)) or "none"
         return ProviderPool(provider, error=f"provider API {provider.api!r} is not installed (installed: {known})")
     if api.needs_base_url and not provider.base_url:
-        return ProviderPool(provider, error=f"provider {provider.id!r} needs a baseUrl")
+        return ProviderPool(provider, error=f"provider {provider.id!r} needs a base_url")
     if config_dir is not None:
         provider = replace(provider, options={**provider.options, CONFIG_DIR_OPTION: config_dir})
     timeout = httpx.Timeout(

@@ -15,7 +15,8 @@ its input), and one not ready within ``start_timeout`` (60 s, real time) is rest
 
 ``ChannelContext`` is the ``ChannelHost`` each connection gets; its ``rng`` is seeded from the host's seed
 and the account (``platform#index``), so a seeded host replays every channel's jitter whatever order they
-start in.
+start in. Its ``command_names(channel_id)`` are those of the live runtime answering that channel
+(``runtime_command_names``), else the host's own.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ if TYPE_CHECKING:
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.shared import SharedObjects
+    from ishiki_host.host.routes import RouteTable
     from ishiki_host.ingress.types import HttpMount
+    from ishiki_host.plugins.commands import Command
     from ishiki_host.resources import AssetFetchers
 
 DispatchFn = Callable[["IshikiEvent", Sequence["InboundAttachment"]], Awaitable["Delivery"]]
@@ -56,6 +59,7 @@ __all__ = [
     "backoff_delay",
     "channel_rng",
     "hook_prefix",
+    "runtime_command_names",
     "single_error",
     "state_dir",
 ]
@@ -269,6 +273,17 @@ def hook_prefix(spec: ChannelSpec) -> str:
     return f"/hooks/{spec.platform}/{segment}"  # a platform is an entry-point name: a plain segment already
 
 
+def runtime_command_names(
+    routes: RouteTable, sid: str | None, channel_id: str, host_commands: Sequence[Command]
+) -> list[str]:
+    """The commands of the live runtime answering ``channel_id`` of ``sid`` (names and aliases, sorted); the
+    host's own ``host_commands`` when none runs there yet (or its table is not built), or ``sid`` is unknown."""
+    route = routes.lookup(sid, channel_id) if sid is not None else None
+    runtime = route.runtimes.get(route.key_for(sid, channel_id)) if route is not None and sid is not None else None
+    names = runtime.command_names() if runtime is not None else []
+    return names or sorted(name for command in host_commands for name in command.names)
+
+
 class ChannelContext:
     """The ``ChannelHost`` a connection is created with: clock, random source, its state directory, the shared
     asset fetchers, its logger, its HTTP mount, ``dispatch`` into the host, ``request_stop`` (the console
@@ -287,7 +302,9 @@ class ChannelContext:
         request_stop: Callable[[str, bool], bool],
         http_mount: Callable[[], HttpMount],
         shared: SharedObjects,
+        command_names: Callable[[str], Sequence[str]] = lambda channel_id: (),
     ):
+        self._command_names = command_names
         self._http_mount = http_mount
         self._shared = shared
         self._clock = clock
@@ -328,6 +345,11 @@ class ChannelContext:
     def shared(self) -> SharedObjects:
         """The host's shared objects (its ``HostServices``)."""
         return self._shared
+
+    def command_names(self, channel_id: str) -> Sequence[str]:
+        """The slash commands of the runtime answering ``channel_id`` of this account, sorted (the host's own
+        when none runs there yet)."""
+        return self._command_names(channel_id)
 
     def http_mount(self) -> HttpMount:
         """The account's mount on the host's HTTP server (``hook_prefix``)."""

@@ -34,6 +34,7 @@ from ishiki_host.host.connections import (
     ChannelSupervisor,
     channel_rng,
     hook_prefix,
+    runtime_command_names,
     state_dir,
 )
 from ishiki_host.host.models import FailoverNotices, ModelSlot, failover_policy
@@ -278,7 +279,14 @@ class ChannelSet:
             request_stop=lambda reason, force: self._stop_for(spec, reason, force=force),
             http_mount=lambda: host.http.mount(hook_prefix(spec)),
             shared=host.services,
+            command_names=lambda channel_id: runtime_command_names(
+                host.routes, self._sid_of(spec), channel_id, host.shared_parts.commands
+            ),
         )
+
+    def _sid_of(self, spec: ChannelSpec) -> str | None:
+        supervisor = self._supervisors.get((spec.platform, spec.index))
+        return supervisor.sid if supervisor is not None else None
 
     def _stop_for(self, spec: ChannelSpec, reason: str, *, force: bool) -> bool:
         """A connection asks the host to stop (the console at the end of its input): the host stops when that

@@ -97,7 +97,7 @@ def _scheduler(lanes: Mapping[str, Mapping[str, Any]]) -> Iterator[Metric]:
     waiting = GaugeMetricFamily(
         "ishiki_scheduler_waiting", "Model calls waiting for a slot", labels=["provider", "priority"]
     )
-    slots = GaugeMetricFamily("ishiki_scheduler_slots", "The provider's maxConcurrency", labels=["provider"])
+    slots = GaugeMetricFamily("ishiki_scheduler_slots", "The provider's max_concurrency", labels=["provider"])
     for provider, lane in sorted(lanes.items()):
         in_flight.add_metric([provider], lane.get("in_flight", 0))
         slots.add_metric([provider], lane.get("max_concurrency", 0))

@@ -12,8 +12,9 @@ the provider APIs its model needs. States:
 - ``disabled``: ``enable: false``.
 
 Waiting profiles keep their claims, so nothing can take a channel from a profile that is only waiting.
-A profile that is not ``invalid`` may also carry ``warnings``: what its extensions' tool-name declarations
-cannot show (``toolnames.static_tool_warnings``). They never change the state.
+Any profile may also carry ``warnings``: keys in their old camelCase spelling (``ProfileLoad.warnings``) and,
+when it is not ``invalid``, what its extensions' tool-name declarations cannot show
+(``toolnames.static_tool_warnings``). They never change the state.
 
 An invalid channel account (``HostConfig.invalid_accounts``: a token whose ``${VAR}`` is not set...) is never
 started, and every profile claiming its platform waits for it. Which bot an account is, and so which claims
@@ -111,7 +112,7 @@ def _gate(
     if load.disabled:
         return ProfileState(load.id, "disabled", load.directory, load.file)
     if load.profile is None:
-        return ProfileState(load.id, "invalid", load.directory, load.file, errors=load.errors)
+        return ProfileState(load.id, "invalid", load.directory, load.file, errors=load.errors, warnings=load.warnings)
     profile = load.profile
     needs = required_services(profile, models)
     services = tuple(name for name, _ in needs)
@@ -130,7 +131,7 @@ def _gate(
         errors = [ProfileInvalid(overlap.describe(), file=load.file, line=load.line(path), path=format_path(path))]
     else:
         claims.add(load.id, profile.claims)
-    warnings = () if state == "invalid" else tuple(static_tool_warnings(load, registry))
+    warnings = (*load.warnings, *(() if state == "invalid" else static_tool_warnings(load, registry)))
     return ProfileState(load.id, state, load.directory, load.file, profile, tuple(errors), missing, services, warnings)
 
 

@@ -9,6 +9,8 @@ skipped, never overriding the first.
 ``match(text)`` looks at the first word only: ``/clear``, ``/CLEAR`` and ``/clear@MyBot`` match ``clear``; the
 rest of the text is the arguments. A slash word that names no command is not a command (``None``): the
 message goes to the model as text, so "/shrug" or a path like "/etc/hosts" still reach the persona.
+``near(text)`` finds, for such a word, the names one edit away (one letter added, dropped, changed, or two
+neighbours swapped: ``/stauts``, ``/hepl``, ``/clera``), for the command layer's "did you mean" hint.
 
 A handler gets a ``CommandContext``: who sent the command (``sender``, ``platform:userId``) at which trust
 level, where from (``channel``), the runtime (``runtime``: key, profile, agent, fact log, services), the command
@@ -33,7 +35,15 @@ if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.plugins.runtime_api import RuntimeContext
 
-__all__ = ["Command", "CommandContext", "CommandHandler", "CommandMatch", "CommandTable", "HostView"]
+__all__ = [
+    "Command",
+    "CommandContext",
+    "CommandHandler",
+    "CommandMatch",
+    "CommandTable",
+    "HostView",
+    "one_edit_apart",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +170,34 @@ class CommandTable:
             return None
         entry = self._by_name.get(typed)
         return CommandMatch(entry[0], typed, rest.strip()) if entry else None
+
+    def near(self, text: str, allowed: Callable[[Command], bool] = lambda _: True) -> tuple[str, list[str]] | None:
+        """For ``text`` starting with a slash word that is no command: the word (lowercase) and the names and
+        aliases one edit away of the commands ``allowed`` keeps, sorted; ``None`` when it is a command, no
+        slash word, addressed to another bot, or near nothing."""
+        found = _FIRST_WORD.match(text)
+        if found is None:
+            return None
+        typed, bot = found.group(1).lower(), found.group(2)
+        if typed in self._by_name or (bot is not None and self.bot_names and bot.lower() not in self.bot_names):
+            return None
+        close = sorted(
+            name for name, (command, _) in self._by_name.items() if one_edit_apart(typed, name) and allowed(command)
+        )
+        return (typed, close) if close else None
+
+
+def one_edit_apart(a: str, b: str) -> bool:
+    """Whether ``b`` is ``a`` with one letter added, dropped or changed, or two neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        swapped = len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        return len(diff) == 1 or swapped
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = next((i for i in range(len(short)) if short[i] != long[i]), len(short))
+    return short[i:] == long[i + 1 :]
 
 
 class HostView(Protocol):

@@ -12,7 +12,9 @@
   calls were successful sends (``sent``).
 - **reply_with_text.** Text the model wrote without calling any tool is sent as one message (profile option
   ``reply_with_text``, default on), then recorded as a ``custom`` entry (``kind: reply_with_text``). Nothing
-  replays it after a crash: the assistant message holds the text, so it is never sent twice.
+  replays it after a crash: the assistant message holds the text, so it is never sent twice. When the step
+  streamed a draft of it (``runtime.drafts``), the message is that draft's ``finish_draft``; a step that ends
+  any other way drops its draft (``tools``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.turns import Step, ToolCallRecord
     from ishiki_host.plugins.runtime_api import TurnView
     from ishiki_host.resources import ArtifactStore
+    from ishiki_host.runtime.drafts import DraftRelay, OpenDraft
     from ishiki_host.runtime.images import ImageResolver
     from ishiki_host.runtime.outbound import RuntimeOutbox
 
@@ -63,7 +66,7 @@ def stop_reason(step: Step) -> str | None:
 class RuntimeHooks(AgentHooks):
     """See the module docstring. ``turn`` reads the running turn; ``admit_joined`` counts the inbound messages
     that joined it (they may lower its trust); ``text_is_reply`` is false when the toolcall engine says the
-    text its model writes is not meant for the person."""
+    text its model writes is not meant for the person; ``drafts`` holds the steps' streamed drafts."""
 
     def __init__(
         self,
@@ -76,6 +79,7 @@ class RuntimeHooks(AgentHooks):
         admit_joined: Callable[[], None],
         *,
         text_is_reply: bool = True,
+        drafts: DraftRelay | None = None,
     ):
         self._profile = profile
         self._turn = turn
@@ -85,9 +89,13 @@ class RuntimeHooks(AgentHooks):
         self._images = images
         self._admit_joined = admit_joined
         self._text_is_reply = text_is_reply
+        self._drafts = drafts
 
     async def prepare_step(self, step: Step) -> None:
-        """Let joined messages lower the trust level, then drop the tools above it."""
+        """Drop a draft an earlier step left open; let joined messages lower the trust level, then drop the
+        tools above it."""
+        if self._drafts is not None:
+            await self._drafts.drop_stale()
         if step.index > 1:
             self._admit_joined()
         trust = self._turn().trust
@@ -135,22 +143,28 @@ class RuntimeHooks(AgentHooks):
 
     async def on_step_finish(self, step: Step) -> Stop | None:
         """The stop rule; ``reply_with_text`` for a step that called no tool."""
+        draft = self._drafts.take(step) if self._drafts is not None else None
+        if draft is not None and not draft.open:
+            await draft.drop("tools")  # a tool call took it back already: wait until that is done
+            draft = None
         reason = stop_reason(step)
-        if reason is not None:
-            return Stop(reason)
         result = step.result
-        if result is not None and not result.tool_calls and result.text.strip() and self._replies_with_text():
-            await self._reply_with_text(step, result.text)
-        return None
+        replies = reason is None and result is not None and not result.tool_calls and bool(result.text.strip())
+        if replies and result is not None and self._replies_with_text():
+            await self._reply_with_text(step, result.text, draft)
+            draft = None
+        if draft is not None:
+            await draft.drop("tools")
+        return Stop(reason) if reason is not None else None
 
     def _replies_with_text(self) -> bool:
         """The profile sends plain text, and the toolcall engine says its text is meant for the person."""
         return self._profile.reply_with_text and self._text_is_reply
 
-    async def _reply_with_text(self, step: Step, text: str) -> None:
+    async def _reply_with_text(self, step: Step, text: str, draft: OpenDraft | None) -> None:
         outbox = self._outbox
         target = outbox.default_target() if outbox.needs_target else None
-        outcome = await outbox.send([text], target, None)
+        outcome = await outbox.send([text], target, None, draft=draft)
         record: dict[str, Any] = {"kind": "reply_with_text", "ids": list(outcome.ids)}
         if step.appended:
             record["of"] = step.appended[0].id

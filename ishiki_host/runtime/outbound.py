@@ -4,7 +4,9 @@
 resolves the target (channel mode: the runtime's own channel; cross mode: a target the profile's claims
 allow, and one the turn is answering unless the turn is at least ``trusted``), waits the optional typing
 delay (showing typing meanwhile), sends each message through the connection (which splits it), notes the ids
-for echo dropping and emits ``message.sent`` on the runtime's bus.
+for echo dropping and emits ``message.sent`` on the runtime's bus. A reply streamed as a draft
+(``runtime.drafts``) is delivered through the draft's ``finish_draft`` instead of ``send`` (no typing delay:
+the person watched it being written), with the same bookkeeping.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.bus import EventBus
     from ishiki_host.core.clock import Clock
     from ishiki_host.plugins.runtime_api import TurnView
+    from ishiki_host.runtime.drafts import OpenDraft
 
 __all__ = ["Outlets", "RuntimeOutbox", "typing_delay"]
 
@@ -79,6 +82,10 @@ class RuntimeOutbox:
             return Target(self._key.sid, self._key.channel_id)
         return self._turn().latest_target() or self._fallback()
 
+    def connection(self, target: Target) -> ChannelConnection | None:
+        """The running connection ``target`` is sent through, if any."""
+        return self._outlets.connection(target.sid)
+
     def check_target(self, target: Target | None) -> Target | str:
         """The target to use, or why the model may not send there."""
         own = self.default_target() if self._key.mode == "channel" else None
@@ -96,18 +103,30 @@ class RuntimeOutbox:
             return f"sending to a channel this turn is not answering needs trust 'trusted'; this turn is '{turn.trust}'"
         return target
 
-    async def send(self, messages: Sequence[str], target: Target | None, reply_to: str | None) -> SendResult:
-        """Send ``messages`` in order to ``target`` (checked); stop at the first failure."""
+    async def send(
+        self, messages: Sequence[str], target: Target | None, reply_to: str | None, *, draft: OpenDraft | None = None
+    ) -> SendResult:
+        """Send ``messages`` in order to ``target`` (checked); stop at the first failure.
+
+        ``draft``: the first message is the reply that draft showed; it is delivered through its
+        ``finish_draft`` (when it goes where the draft is; otherwise the draft is dropped and it is sent).
+        """
         resolved = self.check_target(target)
+        connection = self._outlets.connection(resolved.sid) if not isinstance(resolved, str) else None
+        if draft is not None and (not _same(connection, draft.connection) or resolved != draft.target):
+            await draft.drop("aborted")
+            draft = None
         if isinstance(resolved, str):
             return SendResult(error=resolved)
-        connection = self._outlets.connection(resolved.sid)
         if connection is None:
             return SendResult(error=f"channel {resolved.sid} is not connected right now")
         ids: list[str] = []
         for index, text in enumerate(messages):
             first_reply = reply_to if index == 0 else None
-            result, error = await self._send_one(connection, resolved, text, first_reply)
+            if index == 0 and draft is not None:
+                result, error = await self._finish_draft(draft, text, first_reply)
+            else:
+                result, error = await self._send_one(connection, resolved, text, first_reply)
             if result is not None:
                 ids.extend(result.ids)
                 if result.ids:
@@ -129,6 +148,15 @@ class RuntimeOutbox:
             logger.warning("sending to %s failed", target, exc_info=True)
             return None, f"{type(exc).__name__}: {exc}"
 
+    async def _finish_draft(
+        self, draft: OpenDraft, text: str, reply_to: str | None
+    ) -> tuple[SendResult | None, str | None]:
+        try:
+            return await draft.finish(text, reply_to), None
+        except Exception as exc:
+            logger.warning("finishing draft %s in %s failed", draft.id, draft.target, exc_info=True)
+            return None, f"{type(exc).__name__}: {exc}"
+
     async def _type(self, connection: ChannelConnection, target: Target, delay: float) -> None:
         if delay <= 0:
             return
@@ -143,6 +171,11 @@ class RuntimeOutbox:
         await self._bus.emit(
             "message.sent", channel_id=target.channel_id, sid=target.sid, ids=list(ids), text=text, reply_to=reply_to
         )
+
+
+def _same(connection: object, other: object) -> bool:
+    """Whether both are the one connection object (a restarted channel's draft is not this connection's)."""
+    return connection is other
 
 
 def _claims(profile: Profile) -> str:

@@ -46,9 +46,11 @@ from ishiki_host.errors import AgentStopped
 from ishiki_host.gateway.attribution import TurnCallModel, in_runtime
 from ishiki_host.jsontypes import Json
 from ishiki_host.resources import create_runtime_resources
+from ishiki_host.runtime.activity import TurnActivities
 from ishiki_host.runtime.apology import FailureReplies
 from ishiki_host.runtime.captures import CaptureLedger
 from ishiki_host.runtime.context import PluginContext
+from ishiki_host.runtime.drafts import DraftRelay
 from ishiki_host.runtime.extensions import MountedExtensions
 from ishiki_host.runtime.gate import CommandGate
 from ishiki_host.runtime.hooks import RuntimeHooks
@@ -243,6 +245,11 @@ class AgentRuntime:
         self._extensions.register(label, instance)
         await self._extensions.attach(label, instance)
 
+    def command_names(self) -> list[str]:
+        """The slash commands this runtime answers (names and aliases, without the ``/``), sorted; empty until
+        its command table is built (at the end of its start)."""
+        return sorted(name for command in self._gate.table.commands() for name in command.names)
+
     def add_inbound_filter(self, inbound_filter: InboundFilter) -> None:
         """See every event before it is ingested (``InboundFilter``), after the command layer."""
         self._filters.append(inbound_filter)
@@ -339,6 +346,9 @@ class AgentRuntime:
         read = make_read_tool(resources.center, trust=lambda: tracker.turn.trust)
         kernel = (read, make_send_message_tool(outbox), make_finish_tool())
         engines = create_engines(parts, self._context)
+        drafts = DraftRelay(
+            self._key, parts.profile, outbox, self._bus, self._lifecycle.background, text_is_reply=engines.text_is_reply
+        )
         for use, provider in parts.extensions:
             try:
                 instance = provider.create(self._context, use.config)
@@ -354,6 +364,7 @@ class AgentRuntime:
             images,
             tracker.admit_joined,
             text_is_reply=engines.text_is_reply,
+            drafts=drafts,
         )
         model = engines.toolcall.wrap(parts.model) if engines.toolcall is not None else parts.model
         agent = Agent(
@@ -366,6 +377,7 @@ class AgentRuntime:
             max_steps=parts.profile.max_steps,
             shutdown_grace=shared.shutdown_grace,
             before_turn=self._before_turn,
+            stream_for=drafts.for_step,
         )
         self._lifecycle.bind_agent(agent)
         sessions = SessionManager(
@@ -403,6 +415,10 @@ class AgentRuntime:
         self._waiter.bind(tg)
         wakeup = engines.wakeup
         self._tracker.subscribe(self._bus, wakeup.reconsider if wakeup is not None else None)
+        activities = TurnActivities(
+            self._shared.outlets, self._shared.clock, self._parts.model.name, lambda: self._tracker.turn.latest_target()
+        )
+        activities.subscribe(self._bus)  # the thinking line of the channel a person's turn answers
         await tg.start(started.agent.run)
         for run in engines.background_tasks():
             await tg.start(run)

@@ -1,9 +1,15 @@
 """Trust: the level of each sender, of each turn, and who is not served at all.
 
 A sender is ``platform:userId``. The console's local user is always ``owner``. Otherwise the profile's
-``trust`` section decides: ``owners`` are ``owner``, ``trusted`` are ``trusted``. An unlisted sender is
-``refused`` when ``allow_unlisted`` is false; otherwise it is ``trusted`` while the profile lists nobody at
-all (a persona without a trust section keeps every tool) and ``untrusted`` as soon as it lists someone.
+``trust`` section decides: ``owners`` are ``owner``, ``trusted`` are ``trusted``. An unlisted sender depends on
+``trust.unlisted`` (``allow_unlisted: true`` is ``serve``, ``false`` is ``refuse``):
+
+- ``serve``: ``trusted`` while the profile lists nobody at all (a persona without a trust section keeps every
+  tool), ``untrusted`` as soon as it lists someone;
+- ``refuse``: ``refused``;
+- ``pairing``: the level an operator approved (``ishiki pairing approve``, stored in the memory database and
+  handed to the policy with ``use_paired`` before each admission), else ``refused``. Whether a refused
+  sender gets a pairing code (in a direct chat) or the refusal (in a group) is the command layer's business.
 
 ``refused`` is not a trust level but an admission outcome: the sender gets one polite refusal
 (``REFUSAL_TEXT``, once per sender, see ``Refusals``) and nothing reaches the fact log or the model.
@@ -21,14 +27,14 @@ not re-rate old messages; ``of_entry`` reads it back (and computes it for entrie
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from ishiki_host.core.subjects import entry_sender
 from ishiki_host.core.tools import TRUST_ORDER, Tool, TrustLevel, trust_allows
 
 if TYPE_CHECKING:
-    from ishiki_host.config.profile_types import TrustConfig
+    from ishiki_host.config.profile_types import TrustConfig, UnlistedMode
     from ishiki_host.core.entries import Entry
 
 __all__ = [
@@ -90,18 +96,31 @@ class TrustPolicy:
     def __init__(self, config: TrustConfig):
         self._owners = frozenset(config.owners)
         self._trusted = frozenset(config.trusted)
-        self._allow_unlisted = config.allow_unlisted
+        self.mode: UnlistedMode = config.unlisted_mode
         self._unlisted: TrustLevel = "untrusted" if (self._owners or self._trusted) else "trusted"
+        self._paired: Mapping[str, TrustLevel] = {}
+
+    def listed(self, sender: str | None) -> bool:
+        """Whether the profile itself decides ``sender``'s level (the console, an owner, a trusted sender)."""
+        return sender is not None and (_is_console(sender) or sender in self._owners or sender in self._trusted)
+
+    def use_paired(self, levels: Mapping[str, TrustLevel]) -> None:
+        """The senders approved by pairing and their levels (counted only with ``unlisted: pairing``)."""
+        self._paired = levels
 
     def admit(self, sender: str | None) -> Admission:
-        """The level of ``sender``, or ``refused`` for an unlisted sender when ``allow_unlisted`` is false."""
+        """The level of ``sender``, or ``refused`` for an unlisted sender the profile does not serve."""
         if sender is None:
-            return "untrusted" if self._allow_unlisted else "refused"
+            return "untrusted" if self.mode == "serve" else "refused"
         if _is_console(sender) or sender in self._owners:
             return "owner"
         if sender in self._trusted:
             return "trusted"
-        return self._unlisted if self._allow_unlisted else "refused"
+        if self.mode == "serve":
+            return self._unlisted
+        if self.mode == "pairing":
+            return self._paired.get(sender, "refused")
+        return "refused"
 
     def level(self, sender: str | None) -> TrustLevel:
         """The level of ``platform:userId``; a refused or unknown sender counts as ``untrusted``."""

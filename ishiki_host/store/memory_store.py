@@ -20,6 +20,7 @@ from ishiki_host.store.db import Database
 from ishiki_host.store.repos.heartbeats import HeartbeatRepo
 from ishiki_host.store.repos.images import ImagesRepo
 from ishiki_host.store.repos.memories import MemoriesRepo
+from ishiki_host.store.repos.pairing import PairingRepo
 from ishiki_host.store.repos.plugin_settings import PluginSettingsRepo
 from ishiki_host.store.repos.sessions import SessionsRepo
 from ishiki_host.store.repos.skills import LearnedSkillsRepo
@@ -34,7 +35,8 @@ logger = logging.getLogger("ishiki_host.store")
 
 
 class MemoryStore:
-    """The memory database: sessions, memories, images, learned skills, heartbeats, plugin settings, usage."""
+    """The memory database: sessions, memories, images, learned skills, heartbeats, plugin settings, usage,
+    DM pairing."""
 
     def __init__(self, db: Database, clock: Clock):
         self.db = db
@@ -46,6 +48,7 @@ class MemoryStore:
         self.heartbeats = HeartbeatRepo(db, clock)
         self.plugin_settings = PluginSettingsRepo(db, clock)
         self.usage = UsageRepo(db)
+        self.pairing = PairingRepo(db, clock)
 
     @classmethod
     async def open(cls, path: str | Path, *, clock: Clock | None = None, check: bool = True) -> MemoryStore:

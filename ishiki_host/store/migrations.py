@@ -102,6 +102,37 @@ MIGRATIONS: tuple[Migration, ...] = (
         # Beats made before are not paused.
         ("ALTER TABLE heartbeat ADD COLUMN paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1))",),
     ),
+    Migration(
+        6,
+        "pairing_requests, paired_senders: DM pairing codes of unlisted senders and the approvals an operator gave",
+        # One open request per sender and profile; an approval lists the sender at a level for that profile.
+        (
+            """
+            CREATE TABLE pairing_requests (
+                code TEXT PRIMARY KEY CHECK (length(code) > 0),
+                profile TEXT NOT NULL CHECK (length(profile) > 0),
+                sender TEXT NOT NULL CHECK (length(sender) > 0),
+                channel TEXT NOT NULL,
+                name TEXT,
+                requested_at REAL NOT NULL,
+                expires_at REAL NOT NULL,
+                sent_at REAL NOT NULL,
+                UNIQUE (profile, sender)
+            )
+            """,
+            """
+            CREATE TABLE paired_senders (
+                profile TEXT NOT NULL CHECK (length(profile) > 0),
+                sender TEXT NOT NULL CHECK (length(sender) > 0),
+                level TEXT NOT NULL CHECK (level IN ('untrusted', 'trusted', 'owner')),
+                code TEXT NOT NULL,
+                approved_at REAL NOT NULL,
+                told_at REAL,
+                PRIMARY KEY (profile, sender)
+            ) WITHOUT ROWID
+            """,
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -27,6 +27,8 @@ keys repeats (``ishiki_host.channels.repeats.event_identity``). ``capture=False`
 Webhooks: ``http_mount()`` mounts ``http_prefix`` on ``http``, a real server on the loopback interface
 (``ishiki_host.testing.serve_http``), so a test posts to ``mount.local_url`` as the platform would.
 
+``command_names(channel_id)`` answers ``commands`` (the host's built-in names unless a test sets others).
+
 ``shared`` is the host's shared objects as the channel sees them: a ``SharedObjects()`` of its own, or the one
 given (pass a ``FakeHostPluginContext``'s ``services`` to test a channel and a host plugin that meet there).
 """
@@ -45,6 +47,7 @@ import anyio
 
 from ishiki_host.channels.events import Attachment
 from ishiki_host.channels.repeats import event_identity
+from ishiki_host.commands import builtin_commands
 from ishiki_host.config.host import HttpSettings
 from ishiki_host.core.clock import Clock, FakeClock
 from ishiki_host.core.shared import SharedObjects
@@ -95,6 +98,7 @@ class FakeChannelHost:
     ):
         self.http = http if http is not None else HttpIngress(HttpSettings())
         self.shared = shared if shared is not None else SharedObjects()
+        self.commands: list[str] = sorted(name for command in builtin_commands() for name in command.names)
         self.http_prefix = http_prefix
         self.clock: Clock = clock or FakeClock()
         self.rng = rng or random.Random(0)
@@ -120,6 +124,10 @@ class FakeChannelHost:
         """``http_prefix`` on ``http`` (a running ``serve_http()``); without one, entering the mount raises
         ``IngressError`` as a host without ``http.listen`` does."""
         return self.http.mount(self.http_prefix)
+
+    def command_names(self, channel_id: str) -> list[str]:
+        """``commands``, sorted (the same for every channel)."""
+        return sorted(self.commands)
 
     def fail_next(self, *errors: BaseException) -> None:
         """The next dispatches raise these, in order, before anything is recorded."""

@@ -7,16 +7,28 @@ event and dispatches it through the ``ChannelHost`` the connection was made with
 on the same data directory never takes new input for a repeat of old input. ``fail_sends`` scripts the next
 sends: each entry is consumed by one send, an error text fails it, ``None`` lets it through. It has the
 optional ``show_failure`` too: ``failures`` records ``(channel_id, reason)`` of each failed turn the host
-reported (what the console shows its operator; never sent into the chat). ``FakeChannel`` is its plugin class
+reported (what the console shows its operator; never sent into the chat), and the optional ``show_activity``:
+``activities`` records ``(channel_id, TurnActivity)`` as a person's turn moves on (``wait_activity(state)``
+waits for one). ``FakeChannel`` is its plugin class
 (platform ``fake``), for hosts built with ``registry_with``.
+
+``DraftingFakeConnection`` is the same connection with ``DraftingConnection`` too (an account with
+``drafts: true``): ``drafts`` records every ``show_draft`` / ``finish_draft`` / ``drop_draft`` as a
+``DraftCall`` in order, so a test asserts a draft grew and then ended exactly once (``draft_calls(id)``);
+``finish_draft`` also records its text in ``sent`` like ``send``, so ``texts()`` shows what the person got.
+``draft_gate``, when set to an event, holds every ``show_draft`` until it is set (a slow platform; ``held``
+counts the calls waiting there, ``wait_held(n)`` waits for them), and ``overlaps`` counts draft calls that
+began while another was still running (the host must make none).
+The plain ``FakeConnection`` has no draft methods: the host never streams to it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import anyio
 
@@ -28,10 +40,18 @@ from ishiki_host.jsontypes import Json
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
-    from ishiki_host.channels.base import ChannelHost, Delivery, InboundAttachment, OutboundFile
+    from ishiki_host.channels.base import (
+        ChannelHost,
+        Delivery,
+        Draft,
+        DraftEnd,
+        InboundAttachment,
+        OutboundFile,
+        TurnActivity,
+    )
     from ishiki_host.config.services import PluginConfig
 
-__all__ = ["FakeChannel", "FakeConnection", "SentMessage"]
+__all__ = ["DraftCall", "DraftingFakeConnection", "FakeChannel", "FakeConnection", "SentMessage"]
 
 _INBOUND_IDS = itertools.count(1)  # shared by every connection of the process (see the module docstring)
 
@@ -61,6 +81,7 @@ class FakeConnection:
         self.files: list[tuple[str, int]] = []
         self.fail_sends: list[str | None] = []
         self.failures: list[tuple[str, str]] = []
+        self.activities: list[tuple[str, TurnActivity]] = []
         self.runs = 0
         self._ids = itertools.count(1)
         self._changed = anyio.Event()
@@ -110,6 +131,18 @@ class FakeConnection:
         """Record why a turn answering ``channel_id`` failed (``failures``)."""
         self.failures.append((channel_id, reason))
 
+    def show_activity(self, channel_id: str, activity: TurnActivity) -> None:
+        """Record what the turn answering ``channel_id`` is doing (``activities``)."""
+        self.activities.append((channel_id, activity))
+        self._notify()
+
+    async def wait_activity(self, state: str) -> TurnActivity:
+        """The first recorded activity in ``state`` (``thinking``, ``tool``, ...), once there is one (wrap it in
+        a deadline)."""
+        while not any(a.state == state for _, a in self.activities):
+            await self._changed.wait()
+        return next(a for _, a in self.activities if a.state == state)
+
     def texts(self, channel_id: str | None = None) -> list[str]:
         """The texts sent, optionally to one channel only."""
         return [m.text for m in self.sent if channel_id is None or m.channel_id == channel_id]
@@ -157,8 +190,86 @@ class FakeConnection:
         return await self.host.dispatch(self.event(text, **fields), attachments)
 
 
+@dataclass(frozen=True, slots=True)
+class DraftCall:
+    """One draft call the host made: ``show`` (``text`` the draft so far), ``finish`` (``text`` the final
+    message, ``ids`` what it sent) or ``drop`` (``why``)."""
+
+    kind: Literal["show", "finish", "drop"]
+    channel_id: str
+    draft_id: str
+    text: str
+    why: DraftEnd | None = None
+    ids: tuple[str, ...] = ()
+
+
+class DraftingFakeConnection(FakeConnection):
+    """A ``FakeConnection`` that shows drafts (see the module docstring)."""
+
+    def __init__(self, host: ChannelHost | None = None, **options: Any):
+        super().__init__(host, **options)
+        self.drafts: list[DraftCall] = []
+        self.draft_gate: anyio.Event | None = None
+        self.overlaps = 0
+        self.held = 0
+        self._in_call = 0
+
+    async def show_draft(self, channel_id: str, draft: Draft) -> None:
+        """Record the draft (after ``draft_gate``, when one is set)."""
+        with self._draft_call():
+            if self.draft_gate is not None:
+                self.held += 1
+                self._notify()
+                try:
+                    await self.draft_gate.wait()
+                finally:
+                    self.held -= 1
+            self.drafts.append(DraftCall("show", channel_id, draft.id, draft.text))
+            self._notify()
+
+    async def finish_draft(self, channel_id: str, draft: Draft, text: str) -> SendResult:
+        """Deliver ``text`` as ``send`` would (``sent``, ``fail_sends``) and record the end."""
+        with self._draft_call():
+            result = await self.send(channel_id, text, reply_to=draft.reply_to)
+            self.drafts.append(DraftCall("finish", channel_id, draft.id, text, ids=result.ids))
+            self._notify()
+            return result
+
+    async def drop_draft(self, channel_id: str, draft: Draft, why: DraftEnd) -> None:
+        """Record the end."""
+        with self._draft_call():
+            self.drafts.append(DraftCall("drop", channel_id, draft.id, draft.text, why))
+            self._notify()
+
+    def draft_calls(self, draft_id: str | None = None) -> list[DraftCall]:
+        """The draft calls, optionally of one draft only."""
+        return [c for c in self.drafts if draft_id is None or c.draft_id == draft_id]
+
+    async def wait_drafts(self, count: int) -> list[DraftCall]:
+        """Wait until ``count`` draft calls were made in all (wrap it in a deadline)."""
+        while len(self.drafts) < count:
+            await self._changed.wait()
+        return self.drafts
+
+    async def wait_held(self, count: int = 1) -> None:
+        """Wait until ``count`` ``show_draft`` calls wait at ``draft_gate`` (wrap it in a deadline)."""
+        while self.held < count:
+            await self._changed.wait()
+
+    @contextlib.contextmanager
+    def _draft_call(self) -> Iterator[None]:
+        if self._in_call:
+            self.overlaps += 1
+        self._in_call += 1
+        try:
+            yield
+        finally:
+            self._in_call -= 1
+
+
 class FakeChannel(Channel):
-    """The plugin class of ``FakeConnection`` (platform ``fake``); an account may set ``self_id`` and ``limit``."""
+    """The plugin class of ``FakeConnection`` (platform ``fake``); an account may set ``self_id`` and ``limit``,
+    and ``drafts: true`` for a ``DraftingFakeConnection``."""
 
     config_schema: ClassVar[Mapping[str, Json]] = {
         "type": "object",
@@ -166,9 +277,11 @@ class FakeChannel(Channel):
         "properties": {
             "self_id": {"type": "string", "minLength": 1, "default": "bot"},
             "limit": {"type": "integer", "minimum": 16, "default": 4096},
+            "drafts": {"type": "boolean", "default": False},
         },
     }
 
     def create(self, ctx: ChannelHost, account: PluginConfig) -> FakeConnection:
         """A connection dispatching to ``ctx``."""
-        return FakeConnection(ctx, self_id=account.get("self_id", "bot"), limit=account.get("limit", 4096))
+        kind = DraftingFakeConnection if account.get("drafts", False) else FakeConnection
+        return kind(ctx, self_id=account.get("self_id", "bot"), limit=account.get("limit", 4096))

@@ -26,14 +26,14 @@ def _input(arguments: Any) -> Any:
 
 
 class FakeAnthropicServer(FakeModelServer):
-    """A loopback Anthropic Messages server. Its ``url`` is what a provider's ``baseUrl`` names."""
+    """A loopback Anthropic Messages server. Its ``url`` is what a provider's ``base_url`` names."""
 
     api = "anthropic-messages"
     path = "/v1/messages"
 
     @property
     def base_url(self) -> str:
-        """Anthropic's ``baseUrl`` is the host root (the adapter adds ``/v1/messages``)."""
+        """Anthropic's ``base_url`` is the host root (the adapter adds ``/v1/messages``)."""
         return self.url
 
     def overloaded(self) -> None:

@@ -5,7 +5,9 @@ answers with ``default`` (a ``Reply("ok")`` unless changed). A queued item is a 
 server's protocol, streamed when the request asked for a stream), a raw ``Response``, or a function of the
 ``RecordedRequest`` returning either. The fault helpers (``rate_limit``, ``server_error``, ``hang``...)
 queue the answers real providers give in those cases. ``latency`` (seconds, default 0) delays every answer,
-like a model that takes time to answer; concurrent requests wait concurrently.
+like a model that takes time to answer; concurrent requests wait concurrently. ``chunk_delay`` (seconds,
+default 0) paces a streamed answer: the wait between two of its pieces (a model writing token by token); an
+answer not streamed waits as long as its stream would have taken.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class FakeModelServer(LoopbackServer, ABC):
         super().__init__(self._handle)
         self.default: Scripted = Reply("ok")
         self.latency = 0.0
+        self.chunk_delay = 0.0
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -78,7 +81,7 @@ class FakeModelServer(LoopbackServer, ABC):
 
     @property
     def base_url(self) -> str:
-        """The ``baseUrl`` a provider in models.yaml would name."""
+        """The ``base_url`` a provider in models.yaml would name."""
         return f"{self.url}/v1"
 
     def provider(
@@ -165,7 +168,22 @@ class FakeModelServer(LoopbackServer, ABC):
         if callable(answer) and not isinstance(answer, Reply | Response):
             answer = answer(request)
         response = answer if isinstance(answer, Response) else self._render(answer, request)
-        return replace(response, delay=self.latency) if self.latency and not response.delay else response
+        if self.latency and not response.delay:
+            response = replace(response, delay=self.latency)
+        if self.chunk_delay and not response.chunk_delay:
+            response = self._paced(response, answer, request)
+        return response
+
+    def _paced(self, response: Response, answer: object, request: RecordedRequest) -> Response:
+        """``chunk_delay`` applied: between the pieces of a stream, or, for an answer in one piece, once for
+        each piece its stream would have had (a model writes the whole answer before it sends it)."""
+        if response.chunks is not None:
+            return replace(response, chunk_delay=self.chunk_delay)
+        if not isinstance(answer, Reply):
+            return response
+        body = request.json if isinstance(request.json, dict) else {}
+        streamed = self.render(answer, {**body, "stream": True}, True, 0).chunks or ()
+        return replace(response, delay=response.delay + self.chunk_delay * max(len(streamed) - 1, 0))
 
     def _render(self, reply: Reply, request: RecordedRequest) -> Response:
         body = request.json if isinstance(request.json, dict) else {}

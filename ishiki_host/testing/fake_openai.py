@@ -27,7 +27,7 @@ def _event(data: dict[str, Json] | str) -> bytes:
 
 
 class FakeOpenAIServer(FakeModelServer):
-    """A loopback OpenAI-compatible server. ``base_url`` is what a provider's ``baseUrl`` names.
+    """A loopback OpenAI-compatible server. ``base_url`` is what a provider's ``base_url`` names.
 
     Also answers with ``empty_choices()`` (a 200 with ``"choices": []``).
     """

@@ -77,7 +77,7 @@ def models_yaml(server: FakeModelServer, *, models: tuple[str, ...] = ("fake-mod
     """A models.yaml with provider ``fake`` at ``server`` and group ``default`` of its first model."""
     listed = "\n".join(f"      - id: {m}" for m in models)
     return (
-        f"providers:\n  fake:\n    api: {server.api}\n    baseUrl: {server.base_url}\n    models:\n{listed}\n{extra}"
+        f"providers:\n  fake:\n    api: {server.api}\n    base_url: {server.base_url}\n    models:\n{listed}\n{extra}"
         f"groups:\n  default:\n    models: [fake:{models[0]}]\n"
     )
 

@@ -46,6 +46,7 @@ class Response:
 
     ``hang``: send nothing until the server closes. ``cut``: close the connection before the body is complete.
     ``delay``: wait this many seconds before answering (other connections are served meanwhile).
+    ``chunk_delay``: wait this many seconds between two chunks (a model writing its answer token by token).
     """
 
     status: int = 200
@@ -55,6 +56,7 @@ class Response:
     hang: bool = False
     cut: bool = False
     delay: float = 0.0
+    chunk_delay: float = 0.0
 
     @classmethod
     def json(cls, data: Json, status: int = 200, headers: Sequence[tuple[str, str]] = ()) -> Response:
@@ -200,7 +202,9 @@ class LoopbackServer:
             await writer.drain()
             return
         writer.write(_head(response, True, 0))
-        for chunk in response.chunks:
+        for index, chunk in enumerate(response.chunks):
+            if index and response.chunk_delay > 0:
+                await asyncio.sleep(response.chunk_delay)
             if chunk:
                 writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 await writer.drain()

@@ -31,14 +31,14 @@ from ishiki_host.testing.network_guard import guard_wanted, guarded_transports
 
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAIServer]:
-    """A loopback OpenAI Chat Completions server; ``fake_openai.base_url`` is its ``baseUrl``."""
+    """A loopback OpenAI Chat Completions server; ``fake_openai.base_url`` is its ``base_url``."""
     with FakeOpenAIServer() as server:
         yield server
 
 
 @pytest.fixture
 def fake_anthropic() -> Iterator[FakeAnthropicServer]:
-    """A loopback Anthropic Messages server; ``fake_anthropic.base_url`` is its ``baseUrl``."""
+    """A loopback Anthropic Messages server; ``fake_anthropic.base_url`` is its ``base_url``."""
     with FakeAnthropicServer() as server:
         yield server
 

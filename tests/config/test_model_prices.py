@@ -15,10 +15,10 @@ PRICED = """\
 providers:
   hosted:
     api: anthropic-messages
-    baseUrl: https://api.example.test
+    base_url: https://api.example.test
     models:
       - id: big
-        price: {input: 3, output: 15, cachedInput: 0.3, currency: EUR}
+        price: {input: 3, output: 15, cached_input: 0.3, currency: EUR}
       - id: small
         price: {input: 0.25, output: 1.25}
       - id: free
@@ -66,7 +66,7 @@ def test_cost_is_per_million_tokens() -> None:
         ("{input: 1, output: -0.5}", "models[0].price.output: must be >= 0; got -0.5"),
         (
             "{input: 1, output: 2, cahcedInput: 1}",
-            "models[0].price.cahcedInput: unknown key 'cahcedInput'; did you mean 'cachedInput'?",
+            "models[0].price.cahcedInput: unknown key 'cahcedInput'; did you mean 'cached_input'?",
         ),
         ("{input: cheap, output: 2}", "models[0].price.input: expected a number, got string ('cheap')"),
         ("{input: 1, output: [2]}", "models[0].price.output: expected a number, got array"),
@@ -84,7 +84,7 @@ def test_a_wrong_price_is_named_with_file_key_and_value(tmp_path: Path, price: s
 
 
 def test_the_redacted_config_keeps_prices_and_hides_credentials(tmp_path: Path) -> None:
-    text = PRICED.replace("    baseUrl:", '    apiKey: "sk-secret"\n    headers: {X-Token: t0ken}\n    baseUrl:')
+    text = PRICED.replace("    base_url:", '    api_key: "sk-secret"\n    headers: {X-Token: t0ken}\n    base_url:')
     models, errors = load(tmp_path, text)
     assert errors == []
     shown = models.redacted()

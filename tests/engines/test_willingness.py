@@ -64,8 +64,8 @@ def test_defaults_come_from_the_schema() -> None:
     options = WillingnessOptions.from_config({})
     assert options == WillingnessOptions(12, 100, 15, 40, (), 1.2, 100, 600, 55, 0.04, 35, None)
     assert set(WILLINGNESS_CONFIG_SCHEMA["properties"]) == {
-        "base", "atMention", "isQuote", "isDirectMessage", "keywords", "keywordMultiplier", "maxWillingness",
-        "decayHalfLifeSeconds", "probabilityThreshold", "probabilityAmplifier", "replyCost", "seed",
+        "base", "at_mention", "is_quote", "is_direct_message", "keywords", "keyword_multiplier", "max_willingness",
+        "decay_half_life_seconds", "probability_threshold", "probability_amplifier", "reply_cost", "seed",
     }  # fmt: skip
 
 
@@ -109,7 +109,7 @@ def test_plain_messages_climb_with_shrinking_gains() -> None:
 
 
 def test_bonuses_and_keywords() -> None:
-    willingness = model(keywords=["Tea"], keywordMultiplier=2)
+    willingness = model(keywords=["Tea"], keyword_multiplier=2)
     assert willingness.gain(MessageFeatures()) == 12
     assert willingness.gain(MessageFeatures(quotes_self=True)) == 27
     assert willingness.gain(MessageFeatures(is_direct=True)) == 52
@@ -159,7 +159,7 @@ def test_state_round_trips_through_json_and_keeps_decaying() -> None:
 
 def test_lowered_maximum_caps_restored_scores() -> None:
     data = {"version": 1, "channels": {"a": {"score": 100.0, "updatedAt": T0}}}
-    restored = WillingnessModel.from_dict(data, WillingnessOptions.from_config({"maxWillingness": 80}))
+    restored = WillingnessModel.from_dict(data, WillingnessOptions.from_config({"max_willingness": 80}))
     assert restored.score("a", T0) == 80.0
 
 
@@ -198,10 +198,10 @@ def test_seeded_sources_repeat() -> None:
     [
         ({"bse": 3}, "wakeup.willingness", 'unknown option "bse" (did you mean "base"?)'),
         ({"base": "high"}, "wakeup.willingness.base", '"high" is invalid'),
-        ({"decayHalfLifeSeconds": 0}, "wakeup.willingness.decayHalfLifeSeconds", "0 is invalid"),
+        ({"decay_half_life_seconds": 0}, "wakeup.willingness.decay_half_life_seconds", "0 is invalid"),
         ({"keywords": ["ok", ""]}, "wakeup.willingness.keywords.1", '"" is invalid'),
         ({"seed": 1.5}, "wakeup.willingness.seed", "1.5 is invalid"),
-        ({"probabilityThreshold": 100}, "wakeup.willingness.probabilityThreshold", "must be below maxWillingness"),
+        ({"probability_threshold": 100}, "wakeup.willingness.probability_threshold", "must be below max_willingness"),
     ],
 )
 def test_bad_config_names_the_key_and_value(config: dict, path: str, message: str) -> None:

@@ -22,7 +22,7 @@ READ = ToolSpec("read", "Read a URL", {"type": "object", "properties": {"url": {
 
 
 def client(server: FakeAnthropicServer, http: httpx.AsyncClient) -> AnthropicMessagesClient:
-    provider = server.provider("a", (CLAUDE,), api_key="sk-ant", options={"anthropicVersion": "2023-06-01"})
+    provider = server.provider("a", (CLAUDE,), api_key="sk-ant", options={"anthropic_version": "2023-06-01"})
     return AnthropicMessagesAPI().create(provider, http)
 
 

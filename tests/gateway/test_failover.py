@@ -221,10 +221,10 @@ async def test_stream_does_not_retry_after_content(
 
 
 def test_policy_from_mapping_and_validation() -> None:
-    policy = FailoverPolicy.from_mapping({"attempts": 5, "backoffMs": 100, "failoverOn": "any"})
+    policy = FailoverPolicy.from_mapping({"attempts": 5, "backoff_ms": 100, "failover_on": "any"})
     assert (policy.attempts, policy.backoff_ms, policy.failover_on, policy.backoff_cap_ms) == (5, 100, "any", 8000)
     with pytest.raises(ValueError, match="at least 1"):
         FailoverPolicy(attempts=0)
-    with pytest.raises(ValueError, match="failoverOn"):
+    with pytest.raises(ValueError, match="failover_on"):
         FailoverPolicy(failover_on="sometimes")  # type: ignore[arg-type]
     assert FailoverPolicy(backoff_ms=500).backoff_seconds(10, random.Random(0)) <= 8

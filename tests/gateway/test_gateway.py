@@ -115,7 +115,7 @@ async def test_missing_api_and_base_url_make_members_unavailable(model_apis: dic
     async with Gateway(config, model_apis, clock=FakeClock()) as gateway:
         status = gateway.status()["providers"]
         assert "'grpc-thing' is not installed" in status["x"]["error"]
-        assert "needs a baseUrl" in status["y"]["error"]
+        assert "needs a base_url" in status["y"]["error"]
         with pytest.raises(ModelError) as info:
             await gateway.model("x:m", failover=FailoverPolicy(attempts=1)).generate(ASK)
         assert info.value.kind == "unavailable"

@@ -93,7 +93,7 @@ async def test_images_go_to_vision_models(fake_openai: FakeOpenAIServer, http: h
 
 
 async def test_named_tool_choice_and_options(fake_openai: FakeOpenAIServer, http: httpx.AsyncClient) -> None:
-    c = client(fake_openai, http, maxTokensField="max_completion_tokens", streamUsage=False)
+    c = client(fake_openai, http, max_tokens_field="max_completion_tokens", stream_usage=False)
     await c.generate(TEXT, ask(tools=(READ,), tool_choice="read", max_tokens=12))
     body = fake_openai.last_request.json
     assert body["tool_choice"] == {"type": "function", "function": {"name": "read"}}

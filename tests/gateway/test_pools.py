@@ -61,7 +61,7 @@ async def test_each_call_goes_to_the_client_with_the_fewest_in_flight(model_apis
 
 
 async def test_a_client_never_has_more_calls_than_its_pool_keeps(model_apis: dict[str, ModelAPI]) -> None:
-    """The scheduler holds calls to maxConcurrency; spread by load, no client gets more than POOL_SIZE."""
+    """The scheduler holds calls to max_concurrency; spread by load, no client gets more than POOL_SIZE."""
     arrived = 0
     all_in = anyio.Event()
     go = anyio.Event()

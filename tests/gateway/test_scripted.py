@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from ishiki_host.config.models import ModelsConfig, ModelSpec, ProviderConfig
+from ishiki_host.config.models_loader import load_models
 from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.messages import Message
 from ishiki_host.core.model import ModelRequest, StreamDone, TextDelta, ToolCallDelta
@@ -15,6 +16,7 @@ from ishiki_host.errors import ModelsConfigInvalid
 from ishiki_host.gateway import Gateway
 from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.gateway.providers.scripted import ScriptedAPI, ScriptedClient, load_rules
+from ishiki_host.plugins.discovery import PluginRegistry
 
 pytestmark = pytest.mark.anyio
 
@@ -97,6 +99,32 @@ async def test_stream_gives_words_and_calls(tmp_path: Path) -> None:
     assert len([e for e in events if isinstance(e, TextDelta)]) == 5
     events = [e async for e in client.stream(DEMO, user("weather"))]
     assert [type(e) for e in events] == [ToolCallDelta, StreamDone]
+
+
+async def test_a_streamed_answer_pauses_between_words_when_asked() -> None:
+    client = scripted([{"reply": "one two three"}], word_delay_ms=40)
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    client.sleep = sleep
+    events = [e async for e in client.stream(DEMO, user("count"))]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["one ", "two ", "three"]
+    assert pauses == [0.04, 0.04]  # between the words, never before the first
+    assert isinstance(events[-1], StreamDone)
+    assert events[-1].result.text == "one two three"
+    pauses.clear()
+    assert (await client.generate(DEMO, user("count"))).text == "one two three"
+    assert pauses == []  # a whole answer does not pause
+
+
+@pytest.mark.parametrize("bad", ["-1", "fast", "10001"])
+def test_a_bad_word_delay_is_named(tmp_path: Path, plugin_registry: PluginRegistry, bad: str) -> None:
+    text = f"providers:\n  s: {{api: scripted, rules: [], word_delay_ms: {bad}, models: [{{id: m}}]}}\n"
+    (tmp_path / "models.yaml").write_text(text)
+    _, errors = load_models(tmp_path, {}, catalog=plugin_registry)
+    assert [str(error.path) for error in errors] == ["providers.s.word_delay_ms"]
 
 
 async def test_delay_counts_against_the_call_deadline(tmp_path: Path, model_apis: dict[str, ModelAPI]) -> None:

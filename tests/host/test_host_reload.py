@@ -101,7 +101,9 @@ async def test_a_models_change_restarts_only_profiles_whose_model_changed(
         await say(th, "hi", "group:1")
         ana = th.host.routes.get("ana")
         gateway = th.host.gateways.gateway
-        edit(th.root / "models.yaml", models.replace("      - id: two", "      - id: two\n        contextWindow: 4096"))
+        edit(
+            th.root / "models.yaml", models.replace("      - id: two", "      - id: two\n        context_window: 4096")
+        )
         report = await th.host.reload()
         await say(th, "after", "group:1")
         assert (report.gateway_rebuilt, report.activated) == (True, ["bob"])

@@ -63,7 +63,7 @@ async def test_many_conversations_at_once_leave_no_tasks_files_or_runtimes(
 ) -> None:
     fake_openai.default = Reply(tool_calls=(ScriptedCall("send_message", {"messages": ["ok"]}),))
     fake_openai.latency = 0.01
-    models = models_yaml(fake_openai).replace("    models:", "    maxConcurrency: 16\n    models:", 1)
+    models = models_yaml(fake_openai).replace("    models:", "    max_concurrency: 16\n    models:", 1)
     async with make_host(profiles={"ana": profile_yaml()}, models=models) as th:
         bot, route = th.channel(), th.host.routes.get("ana")
         assert route is not None

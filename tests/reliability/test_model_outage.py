@@ -32,12 +32,12 @@ def fallback() -> Iterator[FakeOpenAIServer]:
 
 def group(primary: FakeOpenAIServer, fallback: FakeOpenAIServer) -> str:
     providers = "".join(
-        f"  {name}:\n    api: openai-completions\n    baseUrl: {server.base_url}\n    models: [{{id: m}}]\n"
+        f"  {name}:\n    api: openai-completions\n    base_url: {server.base_url}\n    models: [{{id: m}}]\n"
         for name, server in (("primary", primary), ("fallback", fallback))
     )
-    breaker = f"{{failureThreshold: 2, cooldownSeconds: {COOLDOWN}}}"
+    breaker = f"{{failure_threshold: 2, cooldown_seconds: {COOLDOWN}}}"
     members = "    models: [primary:m, fallback:m]\n"
-    return f"providers:\n{providers}groups:\n  default:\n{members}    circuitBreaker: {breaker}\n"
+    return f"providers:\n{providers}groups:\n  default:\n{members}    circuit_breaker: {breaker}\n"
 
 
 async def test_an_outage_opens_the_breaker_the_fallback_answers_and_the_breaker_closes(

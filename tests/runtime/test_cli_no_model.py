@@ -53,7 +53,7 @@ def test_a_fresh_init_with_no_server_says_once_what_to_configure(start_ishiki: S
     assert f"ishiki run: no model answered; configure one in {root / 'models.yaml'}:\n" in err
     assert (
         f"  {MEMBER}: provider 'local' at {url} did not answer (unavailable): start the server there, or set "
-        "OPENAI_BASE_URL (set), which providers.local.baseUrl reads\n"
+        "OPENAI_BASE_URL (set), which providers.local.base_url reads\n"
     ) in err
     assert f"`ishiki models {root} --probe`" in err
     assert err.count("(the turn failed: ModelUnavailable: ") == 2
@@ -63,7 +63,7 @@ def test_a_fresh_init_with_no_server_says_once_what_to_configure(start_ishiki: S
     ("status", "message", "hint"),
     [
         (401, "Incorrect API key", "refused the credentials (auth): set OPENAI_API_KEY (empty), which providers.local"
-         ".apiKey reads"),
+         ".api_key reads"),
         (404, "model 'llama3.1:8b' not found", "refused the request (bad_request): check that it serves 'llama3.1:8b',"
          " or set OPENAI_MODEL (unset), which providers.local.models[0].id reads"),
     ],

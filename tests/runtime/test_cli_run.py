@@ -160,7 +160,7 @@ def test_the_demo_condenses_each_exchange_into_long_term_memory_as_the_readme_sa
 def test_a_failover_to_the_demo_is_said_once(start_ishiki: StartIshiki, tmp_path: Path, repo_root: Path) -> None:
     root = repo_config(tmp_path, repo_root)
     (root / "profiles" / "example" / "profile.yml").write_text(
-        profile_yaml(CONSOLE, extra="failover: {failoverOn: any}\n"), encoding="utf-8"
+        profile_yaml(CONSOLE, extra="failover: {failover_on: any}\n"), encoding="utf-8"
     )
     running = start_ishiki("run", str(root), env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     code, out, err = running.finish(input="hello\nhello again\nhey, hello?\n")

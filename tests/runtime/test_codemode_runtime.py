@@ -357,7 +357,7 @@ async def test_the_profiles_limits_apply_to_programs(tmp_path: Path) -> None:
     async with RuntimeHarness(tmp_path, model=model, profile=small, kernel_tools=True) as rt:
         await rt.say("loop")
         texts = [result_text(r) for r in tool_results(rt)]
-    assert texts[0] == "the program failed (timeout): the program ran out of time (300 ms, timeoutMs)"
+    assert texts[0] == "the program failed (timeout): the program ran out of time (300 ms, timeout_ms)"
     assert texts[1].startswith("the program failed (result_too_large): the program's result is 102 bytes")
     assert "Limits: 300 ms" in description(model.requests[0])
 

@@ -76,7 +76,7 @@ async def test_a_model_over_http_runs_a_program_that_composes_an_extensions_tool
         Reply(tool_calls=(ScriptedCall("codemode", {"code": PROGRAM}),)),
         Reply(tool_calls=(ScriptedCall("send_message", {"messages": ["Go to Picnic!"]}),)),
     )
-    profiles = {"ana": profile_yaml(extra="extends: {trip: {}}\ncodemode: {timeoutMs: 10000}\n")}
+    profiles = {"ana": profile_yaml(extra="extends: {trip: {}}\ncodemode: {timeout_ms: 10000}\n")}
     async with make_host(profiles=profiles, plugins=TRIP) as th:
         await say(th, "what should I do today?")
         sent = th.channel().texts()
@@ -98,7 +98,7 @@ async def test_tools_a_search_found_are_offered_again_after_the_host_restarts(
         Reply(tool_calls=(ScriptedCall("city_weather", {"city": "Kyoto"}),)),
         Reply(tool_calls=(ScriptedCall("finish", {}),)),
     )
-    profiles = {"ana": profile_yaml(extra="extends: {trip: {}}\ntoolsearch: {maxResults: 1}\n")}
+    profiles = {"ana": profile_yaml(extra="extends: {trip: {}}\ntoolsearch: {max_results: 1}\n")}
     root = tmp_path / "bot"
     async with make_host(profiles=profiles, plugins=TRIP, root=root) as th:
         await say(th, "weather?")

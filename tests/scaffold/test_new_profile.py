@@ -58,8 +58,8 @@ def test_the_text_is_a_valid_profile_as_written_and_with_every_key_set() -> None
         assert profile is not None
     everything = yaml.safe_load(uncommented(text))
     assert set(everything) == set(load_schema("profile")["properties"])
-    assert everything["context"]["standard"]["budgetRatio"] == 0.75  # the engine's own schema default
-    assert everything["failover"] == {"attempts": 3, "backoffMs": 500, "failoverOn": "unavailable"}
+    assert everything["context"]["standard"]["budget_ratio"] == 0.75  # the engine's own schema default
+    assert everything["failover"] == {"attempts": 3, "backoff_ms": 500, "failover_on": "unavailable"}
 
 
 def test_without_the_console_the_claim_is_shown_commented() -> None:

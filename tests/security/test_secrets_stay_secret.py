@@ -1,7 +1,7 @@
 """API keys and bot tokens never reach the logs, the data directory or an error message.
 
 A real ``ishiki run`` (subprocess, log level ``debug``: the most it ever says) with known fake secrets: the model
-provider's ``apiKey`` written in models.yaml, a working Telegram token through ``${VAR}`` and a wrong one
+provider's ``api_key`` written in models.yaml, a working Telegram token through ``${VAR}`` and a wrong one
 written in ishiki.yaml. The model server refuses the key with a 401 whose message repeats the whole key, as
 sent and JSON-escaped (``\\uXXXX``, which decodes to the key again; some OpenAI-compatible servers do), and the
 Bot API refuses the wrong token. ``ishiki check`` and ``ishiki models --probe`` run on the same directory. Then
@@ -59,8 +59,8 @@ def write_config(root: Path, model: FakeOpenAIServer, bot: FakeBotAPI) -> None:
             f"      - token: '{WRONG_TOKEN}'\n        api_base: {bot.url}\n        startup_timeout: 1\n"
         ),
         "models.yaml": (
-            f"providers:\n  fake:\n    api: openai-completions\n    baseUrl: {model.base_url}\n"
-            f"    apiKey: {API_KEY}\n    models: [{{id: m}}]\ngroups:\n  default:\n    models: [fake:m]\n"
+            f"providers:\n  fake:\n    api: openai-completions\n    base_url: {model.base_url}\n"
+            f"    api_key: {API_KEY}\n    models: [{{id: m}}]\ngroups:\n  default:\n    models: [fake:m]\n"
         ),
         "profiles/ana/profile.yml": "model: default\nchannels:\n  telegram:7000000042: ['*']\n",
         "profiles/ana/persona.md": "You are Ana.\n",

@@ -126,7 +126,7 @@ def memory_host(make_host: Callable[..., TestHost], fake_openai: FakeOpenAIServe
         models = models or models_yaml(fake_openai)
         if context_window is not None:
             models = models.replace(
-                "- id: fake-model\n", f"- id: fake-model\n        contextWindow: {context_window}\n"
+                "- id: fake-model\n", f"- id: fake-model\n        context_window: {context_window}\n"
             )
         session = f"session: {{summarizer: {summarizer}" + (f", compact_threshold: {threshold}" if threshold else "")
         profile = profile_yaml(summarizer=None, extra=session + "}\n" + extra)

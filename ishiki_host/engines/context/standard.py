@@ -40,9 +40,9 @@ _WHERE = "context.standard"
 
 
 class StandardContextEngine(ContextEngine):
-    """Keeps whole turns newest-first within ``budgetRatio`` of the model's context window.
+    """Keeps whole turns newest-first within ``budget_ratio`` of the model's context window.
 
-    When the window is full it drops the oldest turns down to ``refillRatio`` of the budget (so it does not
+    When the window is full it drops the oldest turns down to ``refill_ratio`` of the budget (so it does not
     trim on every turn) and summarizes what it dropped in the background, appending a compact entry. Platform
     messages are rendered with a header: time, chat kind (or channel in cross mode), message id, sender name
     and id, and an "untrusted sender" marker.
@@ -52,14 +52,14 @@ class StandardContextEngine(ContextEngine):
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "budgetRatio": {
+            "budget_ratio": {
                 "type": "number",
                 "exclusiveMinimum": 0,
                 "maximum": 1,
                 "default": 0.75,
-                "description": "Share of the model's contextWindow the prompt (system, tools and messages) may use.",
+                "description": "Share of the model's context_window the prompt (system, tools and messages) may use.",
             },
-            "refillRatio": {
+            "refill_ratio": {
                 "type": "number",
                 "minimum": 0,
                 "maximum": 1,
@@ -71,19 +71,19 @@ class StandardContextEngine(ContextEngine):
                 "default": True,
                 "description": "Summarize dropped turns into the compact entry; false drops them without a summary.",
             },
-            "summaryModel": {
+            "summary_model": {
                 "type": ["string", "null"],
                 "minLength": 1,
                 "default": None,
                 "description": "Model for summaries (a group or provider:modelId); null uses the profile's model.",
             },
-            "summaryMaxTokens": {
+            "summary_max_tokens": {
                 "type": "integer",
                 "minimum": 64,
                 "default": 1024,
                 "description": "Longest summary, in tokens (the summary call's max_tokens).",
             },
-            "summaryTimeoutSeconds": {
+            "summary_timeout_seconds": {
                 "type": "number",
                 "exclusiveMinimum": 0,
                 "default": 120,
@@ -108,8 +108,8 @@ class StandardContext(AgentHooks):
 
     def __init__(self, ctx: RuntimeContext, options: Mapping[str, Any], *, estimator: Estimator = estimate_tokens):
         self.ctx = ctx
-        self.budget_ratio = float(options["budgetRatio"])
-        self.refill_ratio = float(options["refillRatio"])
+        self.budget_ratio = float(options["budget_ratio"])
+        self.refill_ratio = float(options["refill_ratio"])
         self.estimator = estimator
         cross = ctx.sid is None or ctx.profile.mode == "cross"
         self.renderer = Renderer(_timezone(options.get("timezone"), ctx), cross, estimator)
@@ -119,9 +119,9 @@ class StandardContext(AgentHooks):
             self.renderer,
             self.cost,
             summarize=bool(options["summarize"]),
-            model_ref=model_option(ctx, options.get("summaryModel"), path=f"{_WHERE}.summaryModel"),
-            max_tokens=int(options["summaryMaxTokens"]),
-            timeout=float(options["summaryTimeoutSeconds"]),
+            model_ref=model_option(ctx, options.get("summary_model"), path=f"{_WHERE}.summary_model"),
+            max_tokens=int(options["summary_max_tokens"]),
+            timeout=float(options["summary_timeout_seconds"]),
         )
         self.last_tokens = 0  # the estimated size of the last window selected
 
@@ -138,7 +138,7 @@ class StandardContext(AgentHooks):
         await self.compactor.run(task_status=task_status)
 
     def budget(self, step: Step) -> int:
-        """Tokens left for messages: ``contextWindow × budgetRatio`` minus the system prompt and tool specs."""
+        """Tokens left for messages: ``context_window × budget_ratio`` minus the system prompt and tool specs."""
         setup = step.turn.setup
         fixed = [Message.system(setup.system)] if setup is not None and setup.system else []
         specs = [tool.spec() for tool in step.tools]
@@ -161,7 +161,7 @@ class StandardContext(AgentHooks):
     async def compact(self) -> bool:
         """Compact now, in the caller's task: after a ``context_length`` error, before the turn is retried.
 
-        The last window counts as over budget: the exchanges that fit ``refillRatio`` of its estimated size stay
+        The last window counts as over budget: the exchanges that fit ``refill_ratio`` of its estimated size stay
         and the older ones are summarized (cut, with ``summarize: false``). Returns whether a compact entry was
         made; ``False`` when only the newest exchange is left, or the summary failed (logged).
         """

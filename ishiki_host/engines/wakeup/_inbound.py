@@ -13,7 +13,7 @@ Two facts channels report in ``source.extra`` shape every engine's decision alik
   in the log, so the next turn sees the new text;
 - **open chats** (``extra.mentionRequired`` is ``false``: the operator set a group to need no mention) make
   every message there count as addressed to the bot (``addressed``): the standard engine answers it (rule
-  ``open``), the willingness engine adds the ``atMention`` gain, the jev engine applies its ``atSelf`` rule.
+  ``open``), the willingness engine adds the ``at_mention`` gain, the jev engine applies its ``at_self`` rule.
   ``mentionRequired: true`` (or missing) changes nothing: the standard engine already needs a mention in
   groups, and willingness and jev are chosen to speak up unaddressed.
 """

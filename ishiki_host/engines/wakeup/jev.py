@@ -7,12 +7,12 @@ decides whether a turn starts.
 For every inbound platform message (``_inbound``) appended outside a turn, and for every message a turn left
 unseen or a crash left unanswered (``reconsider``):
 
-1. **rules** (``direct``, ``atSelf``) start a turn at once;
-2. **cooldown**: if the bot sent in the message's channel (``message.sent``) less than ``cooldownMs`` ago, wait;
+1. **rules** (``direct``, ``at_self``) start a turn at once;
+2. **cooldown**: if the bot sent in the message's channel (``message.sent``) less than ``cooldown_ms`` ago, wait;
 3. **judge**: one background call (``priority="background"``, temperature 0) to the model named by ``model``
-   (``ctx.models(ref)``; the profile's own model when unset) with the channel's last ``historyMessages``
+   (``ctx.models(ref)``; the profile's own model when unset) with the channel's last ``history_messages``
    messages read from the log (``_judge_history``). It runs in the instance's ``run`` task, never in the bus
-   handler, so ingestion is not held up. The deadline ``timeoutMs`` runs on the runtime's clock. The turn
+   handler, so ingestion is not held up. The deadline ``timeout_ms`` runs on the runtime's clock. The turn
    starts iff the strictly parsed verdict reaches ``threshold``; a bad reply, a model error or a timeout
    means wait, with a warning in the host log.
 
@@ -31,7 +31,7 @@ moment before.
 
 An edit of a message (``source.extra.editedAt``) is not decided on (the judge sees it in the history of the
 next call); a message in a group that needs no mention (``source.extra.mentionRequired: false``) counts as
-mentioning the bot, so ``atSelf`` applies (see ``_inbound``).
+mentioning the bot, so ``at_self`` applies (see ``_inbound``).
 """
 
 from __future__ import annotations

@@ -2,15 +2,15 @@
 
 For each committed message, in this order:
 
-1. **rules**: with ``direct`` on, a message in a direct chat triggers at once; with ``atSelf`` on, a message
+1. **rules**: with ``direct`` on, a message in a direct chat triggers at once; with ``at_self`` on, a message
    that mentions the bot triggers at once;
-2. **cooldown**: if the bot sent in this channel less than ``cooldownMs`` ago, wait (no judge call);
-3. **judge**: one background model call (``build_judge_request``) shows the last ``historyMessages`` messages,
+2. **cooldown**: if the bot sent in this channel less than ``cooldown_ms`` ago, wait (no judge call);
+3. **judge**: one background model call (``build_judge_request``) shows the last ``history_messages`` messages,
    the bot's ``interests`` and ``instruction``, and asks for three scores in [0, 1]: ``addressed`` (the last
    message speaks to the bot), ``interested`` (it touches what the bot cares about), ``others`` (it is meant for
    someone else). The reply is parsed strictly (``parse_judge_reply``); the turn starts iff
    ``sqrt(max(addressed, interested) × (1 − others)) ≥ threshold``. A malformed reply, a model error or a
-   timeout (``timeoutMs``, enforced by the engine) means wait; the engine logs why.
+   timeout (``timeout_ms``, enforced by the engine) means wait; the engine logs why.
 
 Everything here is pure: the engine supplies times (``Clock.now()`` seconds), history and the model call.
 """
@@ -54,15 +54,15 @@ JEV_CONFIG_SCHEMA: dict[str, Any] = {
             "type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
             "description": "Trigger when sqrt(max(addressed, interested) × (1 − others)) reaches this.",
         },
-        "cooldownMs": {
+        "cooldown_ms": {
             "type": "integer", "minimum": 0, "default": 30000,
             "description": "After the bot sent in a channel, wait this long before asking the judge again.",
         },
-        "historyMessages": {
+        "history_messages": {
             "type": "integer", "minimum": 1, "maximum": 200, "default": 8,
             "description": "How many of the last messages the judge reads.",
         },
-        "timeoutMs": {
+        "timeout_ms": {
             "type": "integer", "minimum": 1, "default": 1500,
             "description": "The judge's deadline; a late answer means wait.",
         },
@@ -73,7 +73,7 @@ JEV_CONFIG_SCHEMA: dict[str, Any] = {
         "interests": {"type": "string", "default": "", "description": "What the bot cares about, for the judge."},
         "instruction": {"type": "string", "default": "", "description": "Extra guidance for the judge."},
         "direct": {"type": "boolean", "default": True, "description": "A direct-chat message triggers at once."},
-        "atSelf": {"type": "boolean", "default": True, "description": "A message mentioning the bot triggers at once."},
+        "at_self": {"type": "boolean", "default": True, "description": "A message naming the bot triggers at once."},
     },
 }  # fmt: skip
 
@@ -107,11 +107,11 @@ class JevOptions:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None = None, *, where: str = "wakeup.jev") -> JevOptions:
-        """Validate a config mapping (camelCase keys); raises ``ConfigError`` naming the key and value."""
+        """Validate a config mapping (snake_case keys); raises ``ConfigError`` naming the key and value."""
         o = resolve_options(JEV_CONFIG_SCHEMA, config, where=where)
         return cls(
-            o["threshold"], o["cooldownMs"], o["historyMessages"], o["timeoutMs"], o["model"], o["interests"],
-            o["instruction"], o["direct"], o["atSelf"],
+            o["threshold"], o["cooldown_ms"], o["history_messages"], o["timeout_ms"], o["model"], o["interests"],
+            o["instruction"], o["direct"], o["at_self"],
         )  # fmt: skip
 
 
@@ -173,7 +173,7 @@ def _line(line: ChatLine, bot_name: str) -> str:
 
 
 def build_judge_request(history: Sequence[ChatLine], options: JevOptions, *, bot_name: str) -> ModelRequest:
-    """The judge's request: the last ``historyMessages`` lines, the bot's interests and instruction."""
+    """The judge's request: the last ``history_messages`` lines, the bot's interests and instruction."""
     lines = [_line(line, bot_name) for line in history[-options.history_messages :]]
     about = [f"Bot: {bot_name}", f"Interests: {options.interests.strip() or '(none given)'}"]
     if options.instruction.strip():

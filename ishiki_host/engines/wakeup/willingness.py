@@ -7,9 +7,9 @@ reason="wakeup.willingness", info={"entry", "channel", "score", "probability"})`
 running turn only warms its channel (``observe``): the turn sees it. If the turn ended without seeing it (it is
 in ``TurnOutcome.unseen``), the channel is rolled for once on its current score, as is every channel of the
 messages ``reconsider`` gets after a crash (messages not yet scored are scored first, never twice).
-``message.sent`` charges ``replyCost`` to the channel it names, and only to it. An edit of a message
+``message.sent`` charges ``reply_cost`` to the channel it names, and only to it. An edit of a message
 (``source.extra.editedAt``) is neither scored nor rolled for; a message in a group that needs no mention
-(``source.extra.mentionRequired: false``) gains ``atMention`` as if it mentioned the bot (see ``_inbound``).
+(``source.extra.mentionRequired: false``) gains ``at_mention`` as if it mentioned the bot (see ``_inbound``).
 
 Times come from the runtime's clock (``ctx.clock.now()``); the die is ``random.Random(seed)`` when the option
 ``seed`` is set, else the runtime's ``ctx.rng``. So a replay of the same messages on a ``FakeClock`` with the

@@ -1,13 +1,13 @@
 """The core of the ``willingness`` wakeup engine: a per-channel score and the decision to answer.
 
-Each channel has a score ``s`` in ``[0, maxWillingness]`` and the time it was last updated. With ``M`` =
-``maxWillingness``, ``H`` = ``decayHalfLifeSeconds``, ``T`` = ``probabilityThreshold``, ``A`` =
-``probabilityAmplifier``:
+Each channel has a score ``s`` in ``[0, max_willingness]`` and the time it was last updated. With ``M`` =
+``max_willingness``, ``H`` = ``decay_half_life_seconds``, ``T`` = ``probability_threshold``, ``A`` =
+``probability_amplifier``:
 
 - **decay**: between two events ``dt`` seconds apart, ``s ← s · 2^(−dt / H)`` (halves every half-life; a clock
   that went back decays nothing);
-- **gain** of a message: ``g = base + atMention·[mentions the bot] + isQuote·[quotes the bot] +
-  isDirectMessage·[direct chat]``, times ``keywordMultiplier`` when its text contains any of ``keywords``
+- **gain** of a message: ``g = base + at_mention·[mentions the bot] + is_quote·[quotes the bot] +
+  is_direct_message·[direct chat]``, times ``keyword_multiplier`` when its text contains any of ``keywords``
   (case-insensitive);
 - **saturation**: ``s ← min(M, s + g · (1 − s / M))``: the first message adds its whole gain, later ones a share
   that shrinks as the score nears its maximum. With the defaults a mention from zero gives ``min(100, 112)`` =
@@ -16,7 +16,7 @@ Each channel has a score ``s`` in ``[0, maxWillingness]`` and the time it was la
   with the defaults it reaches 1 at ``s = 80``;
 - **decision**: trigger when ``p ≥ 1``, or when ``0 < p < 1`` and one draw of the random source is below ``p``
   (no draw is made otherwise, so replays with the same seed see the same draws);
-- **reply cost**: when the bot has answered a channel, ``s ← max(0, s − replyCost)`` for that channel only.
+- **reply cost**: when the bot has answered a channel, ``s ← max(0, s − reply_cost)`` for that channel only.
 
 ``observe`` adds a message without deciding and ``roll`` decides without adding one: the engine scores a message
 that joined a running turn at once, and rolls for it only if the turn ended without seeing it.
@@ -62,21 +62,21 @@ WILLINGNESS_CONFIG_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "base": _number(12, "Gain of every committed message."),
-        "atMention": _number(100, "Extra gain when the message mentions the bot."),
-        "isQuote": _number(15, "Extra gain when the message quotes or replies to the bot."),
-        "isDirectMessage": _number(40, "Extra gain for a message in a direct (private) chat."),
+        "at_mention": _number(100, "Extra gain when the message mentions the bot."),
+        "is_quote": _number(15, "Extra gain when the message quotes or replies to the bot."),
+        "is_direct_message": _number(40, "Extra gain for a message in a direct (private) chat."),
         "keywords": {
             "type": "array",
             "items": {"type": "string", "minLength": 1},
             "default": [],
             "description": "Words that make a message more interesting (case-insensitive, anywhere in the text).",
         },
-        "keywordMultiplier": _number(1.2, "Gain multiplier for a message that contains any keyword."),
-        "maxWillingness": _number(100, "Highest score; gains shrink as the score nears it.", positive=True),
-        "decayHalfLifeSeconds": _number(600, "Seconds in which a score halves.", positive=True),
-        "probabilityThreshold": _number(55, "Score at or below which the bot never answers."),
-        "probabilityAmplifier": _number(0.04, "Probability added per point of score above the threshold."),
-        "replyCost": _number(35, "Score taken from a channel when the bot answered it."),
+        "keyword_multiplier": _number(1.2, "Gain multiplier for a message that contains any keyword."),
+        "max_willingness": _number(100, "Highest score; gains shrink as the score nears it.", positive=True),
+        "decay_half_life_seconds": _number(600, "Seconds in which a score halves.", positive=True),
+        "probability_threshold": _number(55, "Score at or below which the bot never answers."),
+        "probability_amplifier": _number(0.04, "Probability added per point of score above the threshold."),
+        "reply_cost": _number(35, "Score taken from a channel when the bot answered it."),
         "seed": {
             "type": ["integer", "null"],
             "default": None,
@@ -107,16 +107,16 @@ class WillingnessOptions:
     def from_config(
         cls, config: Mapping[str, Any] | None = None, *, where: str = "wakeup.willingness"
     ) -> WillingnessOptions:
-        """Validate a config mapping (camelCase keys); raises ``ConfigError`` naming the key and value."""
+        """Validate a config mapping (snake_case keys); raises ``ConfigError`` naming the key and value."""
         o = resolve_options(WILLINGNESS_CONFIG_SCHEMA, config, where=where)
-        if o["probabilityThreshold"] >= o["maxWillingness"]:
-            top = o["maxWillingness"]
-            message = f"{o['probabilityThreshold']} must be below maxWillingness ({top}), or the bot never answers"
-            raise ConfigError(message, path=f"{where}.probabilityThreshold")
+        if o["probability_threshold"] >= o["max_willingness"]:
+            top = o["max_willingness"]
+            message = f"{o['probability_threshold']} must be below max_willingness ({top}), or the bot never answers"
+            raise ConfigError(message, path=f"{where}.probability_threshold")
         return cls(
-            o["base"], o["atMention"], o["isQuote"], o["isDirectMessage"], tuple(o["keywords"]),
-            o["keywordMultiplier"], o["maxWillingness"], o["decayHalfLifeSeconds"], o["probabilityThreshold"],
-            o["probabilityAmplifier"], o["replyCost"], o["seed"],
+            o["base"], o["at_mention"], o["is_quote"], o["is_direct_message"], tuple(o["keywords"]),
+            o["keyword_multiplier"], o["max_willingness"], o["decay_half_life_seconds"], o["probability_threshold"],
+            o["probability_amplifier"], o["reply_cost"], o["seed"],
         )  # fmt: skip
 
     def make_rng(self) -> random.Random:
@@ -265,5 +265,5 @@ def _entry_from(channel: Any, entry: Any, top: float) -> list[float]:
         raise EngineStateInvalid(f"willingness state: channel {channel!r} needs numbers score and updatedAt") from None
     if not score >= 0.0 or updated != updated:
         raise EngineStateInvalid(f"willingness state: channel {channel!r} has score {score}, below 0 or not a number")
-    # A lowered maxWillingness since the state was saved caps old scores rather than rejecting them.
+    # A lowered max_willingness since the state was saved caps old scores rather than rejecting them.
     return [min(score, top), updated]

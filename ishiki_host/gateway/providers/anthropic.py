@@ -1,10 +1,10 @@
 """``anthropic-messages``: the Anthropic Messages protocol.
 
-``baseUrl`` defaults to ``https://api.anthropic.com``; requests go to ``{baseUrl}/v1/messages`` (or
-``{baseUrl}/messages`` when ``baseUrl`` already ends in ``/v1``). Leading system messages become the ``system``
+``base_url`` defaults to ``https://api.anthropic.com``; requests go to ``{base_url}/v1/messages`` (or
+``{base_url}/messages`` when ``base_url`` already ends in ``/v1``). Leading system messages become the ``system``
 parameter; a system message later in the conversation becomes a user text block (the API has no system role
 inside ``messages``). Tool results are ``tool_result`` blocks in user messages, merged with neighbours of the
-same role. Provider option: ``anthropicVersion`` (header ``anthropic-version``, default ``2023-06-01``).
+same role. Provider option: ``anthropic_version`` (header ``anthropic-version``, default ``2023-06-01``).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class AnthropicMessagesClient:
         self.url = join_url(base, "messages" if base.endswith("/v1") else "v1/messages")
         self.headers = {
             "content-type": "application/json",
-            "anthropic-version": str(provider.options.get("anthropicVersion", "2023-06-01")),
+            "anthropic-version": str(provider.options.get("anthropic_version", "2023-06-01")),
             **provider.headers,
         }
         if provider.api_key:
@@ -244,7 +244,7 @@ class AnthropicMessagesAPI(ModelAPI):
 
     config_schema: ClassVar[Mapping[str, Any]] = {
         "type": "object",
-        "properties": {"anthropicVersion": {"type": "string"}},
+        "properties": {"anthropic_version": {"type": "string"}},
         "additionalProperties": False,
     }
     needs_base_url: ClassVar[bool] = False

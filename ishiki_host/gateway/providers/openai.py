@@ -1,9 +1,9 @@
 """``openai-completions``: the OpenAI Chat Completions protocol (OpenAI, Ollama, vLLM, llama.cpp, DeepSeek,
 OpenRouter, LM Studio, ...).
 
-``baseUrl`` is the API root including its version (``https://api.openai.com/v1``, ``http://127.0.0.1:11434/v1``);
-requests go to ``{baseUrl}/chat/completions``. Provider options: ``maxTokensField`` (``max_tokens``, the
-default, or ``max_completion_tokens`` for OpenAI's reasoning models) and ``streamUsage`` (default true: ask
+``base_url`` is the API root including its version (``https://api.openai.com/v1``, ``http://127.0.0.1:11434/v1``);
+requests go to ``{base_url}/chat/completions``. Provider options: ``max_tokens_field`` (``max_tokens``, the
+default, or ``max_completion_tokens`` for OpenAI's reasoning models) and ``stream_usage`` (default true: ask
 for token usage at the end of a stream; turn off for servers that reject ``stream_options``).
 """
 
@@ -91,7 +91,7 @@ def encode_request(
         "messages": [_encode_message(m, images_ok) for m in request.messages],
         "stream": stream,
     }
-    body[str(options.get("maxTokensField", "max_tokens"))] = request.max_tokens or model.max_tokens
+    body[str(options.get("max_tokens_field", "max_tokens"))] = request.max_tokens or model.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.stop:
@@ -108,7 +108,7 @@ def encode_request(
         body["tool_choice"] = (
             choice if choice in ("auto", "none", "required") else {"type": "function", "function": {"name": choice}}
         )
-    if stream and options.get("streamUsage", True):
+    if stream and options.get("stream_usage", True):
         body["stream_options"] = {"include_usage": True}
     return body
 
@@ -240,8 +240,8 @@ class OpenAICompletionsAPI(ModelAPI):
     config_schema: ClassVar[Mapping[str, Any]] = {
         "type": "object",
         "properties": {
-            "maxTokensField": {"enum": ["max_tokens", "max_completion_tokens"]},
-            "streamUsage": {"type": "boolean"},
+            "max_tokens_field": {"enum": ["max_tokens", "max_completion_tokens"]},
+            "stream_usage": {"type": "boolean"},
         },
         "additionalProperties": False,
     }

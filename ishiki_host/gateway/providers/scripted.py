@@ -1,7 +1,9 @@
 """``scripted``: a model that answers from rules, for offline demos and persona tests.
 
 Provider options: ``rules``, either a list of rules or the path of a YAML file holding one (relative paths are
-relative to the config directory), and an optional ``default`` reply. A rule::
+relative to the config directory), an optional ``default`` reply, and ``word_delay_ms`` (default 0): the pause
+between the words of a streamed answer, so a channel that shows replies as they are written (the console,
+Telegram's drafts) shows the demo's text coming in word by word. A rule::
 
     - match: "weather"            # case-insensitive substring of the last user message, or
       regex: "(?i)^hi\\b"          # a Python regular expression searched in it
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -134,6 +136,8 @@ class ScriptedClient:
         self.rules = rules
         self.default = str(provider.options.get("default", NO_RULE_REPLY))
         self.estimator = estimator
+        self.word_delay = int(provider.options.get("word_delay_ms", 0)) / 1000
+        self.sleep: Callable[[float], Awaitable[None]] = anyio.sleep
         self._answers = 0
 
     def _assemble(self, model: ModelSpec, request: ModelRequest) -> tuple[Rule | None, StreamAssembler]:
@@ -157,9 +161,12 @@ class ScriptedClient:
         return assembler.result()
 
     async def stream(self, model: ModelSpec, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """The same answer as ``generate``, as word-sized text deltas and one delta per tool call."""
+        """The same answer as ``generate``, as word-sized text deltas (``word_delay_ms`` apart) and one delta
+        per tool call."""
         result = await self.generate(model, request)
-        for word in _words(result.text):
+        for index, word in enumerate(_words(result.text)):
+            if index and self.word_delay > 0:
+                await self.sleep(self.word_delay)
             yield TextDelta(word)
         for index, call in enumerate(result.tool_calls):
             arguments = call.raw_arguments if call.parse_error else json.dumps(dict(call.arguments))
@@ -175,7 +182,16 @@ class ScriptedAPI(ModelAPI):
 
     config_schema: ClassVar[Mapping[str, Any]] = {
         "type": "object",
-        "properties": {"rules": {"type": ["string", "array"]}, "default": {"type": "string"}},
+        "properties": {
+            "rules": {"type": ["string", "array"]},
+            "default": {"type": "string"},
+            "word_delay_ms": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 10000,
+                "description": "Pause between the words of a streamed answer, in milliseconds (0: none).",
+            },
+        },
         "additionalProperties": False,
     }
     needs_base_url: ClassVar[bool] = False

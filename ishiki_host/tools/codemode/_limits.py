@@ -55,22 +55,17 @@ class Limits:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"codemode limit {_CAMEL[f.name]} must be a positive integer, got {value!r}")
+                raise ValueError(f"codemode limit {f.name} must be a positive integer, got {value!r}")
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any]) -> Limits:
-        """Limits from the profile's camelCase keys (``timeoutMs``, ``memoryLimitBytes``, ...); others are ignored."""
-        return cls(**{name: config[key] for name, key in _CAMEL.items() if key in config})
+        """Limits from the profile's ``codemode`` keys (``timeout_ms``, ``memory_limit_bytes``, ...); others are
+        ignored."""
+        return cls(**{key: config[key] for key in LIMIT_KEYS if key in config})
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-_CAMEL: dict[str, str] = {f.name: _camel(f.name) for f in fields(Limits)}
-LIMIT_KEYS: tuple[str, ...] = tuple(_CAMEL.values())
-"""The camelCase config keys ``Limits.from_mapping`` reads, in field order."""
+LIMIT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Limits))
+"""The config keys ``Limits.from_mapping`` reads (the field names), in field order."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,7 +72,7 @@ async def run_program(code: str, tools: Mapping[str, ToolFn], limits: Limits | N
 
 
 def _timeout_message(limits: Limits) -> str:
-    return f"the program ran out of time ({limits.timeout_ms} ms, timeoutMs)"
+    return f"the program ran out of time ({limits.timeout_ms} ms, timeout_ms)"
 
 
 def _poster(send: MemoryObjectSendStream[WorkerEvent], token: EventLoopToken) -> Callable[[WorkerEvent], bool]:
@@ -146,7 +146,7 @@ class _Session:
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > self._limits.max_tool_output_bytes:
             limit = self._limits.max_tool_output_bytes
-            return False, f"{label} returned {size} bytes, more than maxToolOutputBytes ({limit})"
+            return False, f"{label} returned {size} bytes, more than max_tool_output_bytes ({limit})"
         return True, text
 
 

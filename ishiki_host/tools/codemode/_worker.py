@@ -166,7 +166,7 @@ class ProgramWorker:
                 if self._jobs > self._limits.max_jobs:
                     raise _Abort(
                         "jobs",
-                        f"the program ran more than {self._limits.max_jobs} microtasks (maxJobs); "
+                        f"the program ran more than {self._limits.max_jobs} microtasks (max_jobs); "
                         "is an await loop spinning without calling a tool?",
                     )
             if not ran or self._jobs % _POLL_EVERY == 0:
@@ -228,11 +228,11 @@ class ProgramWorker:
             raise self._runtime_error(str(exc)) from None
 
     def _timeout(self) -> _Abort:
-        return _Abort("timeout", f"the program ran out of time ({self._limits.timeout_ms} ms, timeoutMs)")
+        return _Abort("timeout", f"the program ran out of time ({self._limits.timeout_ms} ms, timeout_ms)")
 
     def _out_of_memory(self) -> _Abort:
         limit = self._limits.memory_limit_bytes
-        return _Abort("memory", f"the program ran out of memory ({limit} bytes, memoryLimitBytes)")
+        return _Abort("memory", f"the program ran out of memory ({limit} bytes, memory_limit_bytes)")
 
     def _runtime_error(self, text: str) -> _Abort:
         if text.startswith("InternalError: interrupted"):
@@ -257,11 +257,11 @@ class ProgramWorker:
         label = tool_label(name)
         if name not in self._names:
             return f"{label} is not a tool of this program"
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > self._limits.max_tool_input_bytes:
-            return f"{label}: input is {size} bytes, more than maxToolInputBytes ({self._limits.max_tool_input_bytes})"
+        size, limit = len(text.encode("utf-8", "surrogatepass")), self._limits.max_tool_input_bytes
+        if size > limit:
+            return f"{label}: input is {size} bytes, more than max_tool_input_bytes ({limit})"
         if self._calls >= self._limits.max_tool_calls:
-            return f"{label}: the program already made {self._calls} tool calls (maxToolCalls)"
+            return f"{label}: the program already made {self._calls} tool calls (max_tool_calls)"
         return None
 
     def _log(self, line: str) -> None:
@@ -269,7 +269,7 @@ class ProgramWorker:
         if self._log_bytes + size <= self._limits.max_log_bytes:
             self._logs.append(line)
         elif self._log_bytes <= self._limits.max_log_bytes:
-            self._logs.append(f"[logs truncated at {self._limits.max_log_bytes} bytes, maxLogBytes]")
+            self._logs.append(f"[logs truncated at {self._limits.max_log_bytes} bytes, max_log_bytes]")
         self._log_bytes += size
 
     # -- results --
@@ -289,7 +289,8 @@ class ProgramWorker:
             # QuickJS throws a bare null when memory is so short that not even the error object fits.
             limit = self._limits.memory_limit_bytes
             return self._failure(
-                "memory", f"the program threw null: it most likely ran out of memory ({limit} bytes, memoryLimitBytes)"
+                "memory",
+                f"the program threw null: it most likely ran out of memory ({limit} bytes, memory_limit_bytes)",
             )
         return self._failure("thrown", format_js_error(name, message, error["stack"]))
 
@@ -298,7 +299,7 @@ class ProgramWorker:
         if size > self._limits.max_result_bytes:
             return self._failure(
                 "result_too_large",
-                f"the program's result is {size} bytes, more than maxResultBytes ({self._limits.max_result_bytes});"
+                f"the program's result is {size} bytes, more than max_result_bytes ({self._limits.max_result_bytes});"
                 " return less: filter or summarize inside the program",
             )
         return ProgramResult(

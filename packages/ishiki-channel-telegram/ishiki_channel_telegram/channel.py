@@ -7,16 +7,19 @@ The host reads the class attributes (``config_schema``: one entry of ``channels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ishiki_host import Channel
 
 from ishiki_channel_telegram.config import ACCOUNT_SCHEMA, TelegramAccount
-from ishiki_channel_telegram.connection import TelegramConnection
+from ishiki_channel_telegram.connection import TelegramConnection, make_connection
+from ishiki_channel_telegram.diagnosis import diagnose
 
 if TYPE_CHECKING:
-    from ishiki_host import ChannelHost
+    from pathlib import Path
+
+    from ishiki_host import ChannelHost, Finding
 
 __all__ = ["TelegramChannel"]
 
@@ -29,6 +32,12 @@ class TelegramChannel(Channel):
     def create(self, ctx: ChannelHost, account: Mapping[str, Any]) -> TelegramConnection:
         """The connection of one account (``HostConfigInvalid`` when the entry is invalid).
 
-        Back-off jitter is drawn from ``ctx.rng`` (seeded runs replay exactly).
+        Back-off jitter is drawn from ``ctx.rng`` (seeded runs replay exactly). Unless the account's ``drafts``
+        is ``off``, the connection also shows replies as they are written (``DraftingTelegramConnection``).
         """
-        return TelegramConnection(ctx, TelegramAccount.from_config(account), rng=ctx.rng)
+        return make_connection(ctx, TelegramAccount.from_config(account), rng=ctx.rng)
+
+    async def diagnose(self, account: Mapping[str, Any], *, seconds: float, state_dir: Path) -> Sequence[Finding]:
+        """For ``ishiki doctor``: ``getMe`` (the bot and the latency, or the refused token with its fix) and,
+        in webhook mode, ``getWebhookInfo``; each call cut at ``seconds`` (``ishiki_channel_telegram.diagnosis``)."""
+        return await diagnose(account, seconds=seconds)

@@ -159,6 +159,32 @@ ACCOUNT_SCHEMA: dict[str, Any] = {
             "passing (it is stopping, its disk is full) are retried without counting; an update the host "
             "rejects is set aside at once.",
         },
+        "drafts": {
+            # YAML reads a bare `off` as false: take it as meant.
+            "enum": ["auto", "edit", "off", False],
+            "default": "auto",
+            "description": "How a reply shows while the model writes it (profiles with stream_replies). auto: "
+            "a draft bubble (sendMessageDraft) in private chats, one message edited as the text grows in groups "
+            "and wherever Telegram refuses drafts; edit: always the edited message; off (or false): only the "
+            "final reply.",
+        },
+        "draft_edit_seconds": {
+            "oneOf": [
+                {"type": "number", "minimum": 0.1, "maximum": 60},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "private": {"type": "number", "minimum": 0.1, "maximum": 60},
+                        "group": {"type": "number", "minimum": 0.1, "maximum": 60},
+                    },
+                },
+            ],
+            "default": {"private": 1.0, "group": 3.0},
+            "description": "The least time between two updates of a reply being written, in seconds: one "
+            "number, or {private, group} (default 1 and 3, within Telegram's limits of about one message a "
+            "second in a chat and twenty a minute in a group). A 429 from Telegram is waited out as well.",
+        },
     },
 }
 
@@ -187,6 +213,8 @@ class TelegramAccount:
     mode: Literal["polling", "webhook"] = _default("mode")
     webhook_secret: str | None = field(default=None, repr=False)
     webhook_max_connections: int = _default("webhook_max_connections")
+    drafts: Literal["auto", "edit", "off"] = _default("drafts")
+    draft_edit_seconds: tuple[float, float] = (1.0, 3.0)  # (private chats, groups)
 
     @classmethod
     def from_config(cls, account: Mapping[str, Any]) -> TelegramAccount:
@@ -210,6 +238,8 @@ class TelegramAccount:
             mode=account.get("mode", _default("mode")),
             webhook_secret=account.get("webhook_secret"),
             webhook_max_connections=int(account.get("webhook_max_connections", _default("webhook_max_connections"))),
+            drafts=account.get("drafts", _default("drafts")) or "off",
+            draft_edit_seconds=_draft_pace(account.get("draft_edit_seconds", _default("draft_edit_seconds"))),
         )
 
     @property
@@ -220,11 +250,23 @@ class TelegramAccount:
         bot_id, sep, _ = self.token.partition(":")
         return f"bot {bot_id}" if sep and bot_id.isdigit() else "(unnamed; its token has no '<bot id>:' prefix)"
 
+    def draft_pace(self, channel_id: str) -> float:
+        """The least seconds between two updates of a draft in ``channel_id`` (``draft_edit_seconds``)."""
+        private, group = self.draft_edit_seconds
+        return private if parse_channel_id(channel_id)[0] == "private" else group
+
     def requires_mention(self, channel_id: str) -> bool:
         """Whether a message in ``channel_id`` must mention the bot to start a turn (never in direct chats)."""
         if parse_channel_id(channel_id)[0] == "private":
             return False
         return self.chats.get(channel_id, self.mention_required)
+
+
+def _draft_pace(value: Any) -> tuple[float, float]:
+    default = _default("draft_edit_seconds")
+    if isinstance(value, int | float):
+        return float(value), float(value)
+    return float(value.get("private", default["private"])), float(value.get("group", default["group"]))
 
 
 def _check(account: Mapping[str, Any]) -> None:

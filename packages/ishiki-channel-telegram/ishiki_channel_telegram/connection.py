@@ -36,6 +36,7 @@ from ishiki_host import Backoff, RandomSource, SendResult
 from ishiki_host.errors import ChannelError, ResourceError
 
 from ishiki_channel_telegram.api import BotAPI
+from ishiki_channel_telegram.drafts import Drafter
 from ishiki_channel_telegram.entities import BotIdentity
 from ishiki_channel_telegram.errors import (
     TelegramAuthError,
@@ -55,11 +56,11 @@ from ishiki_channel_telegram.webhook import WebhookReceiver, clear_webhook, serv
 if TYPE_CHECKING:
     import httpx
     from anyio.abc import TaskStatus
-    from ishiki_host import ChannelHost, Json, OutboundFile
+    from ishiki_host import ChannelHost, Draft, DraftEnd, Json, OutboundFile
 
     from ishiki_channel_telegram.config import TelegramAccount
 
-__all__ = ["TelegramConnection"]
+__all__ = ["DraftingTelegramConnection", "TelegramConnection", "make_connection"]
 
 _OWN_MESSAGES_KEPT = 4096
 
@@ -89,6 +90,7 @@ class TelegramConnection:
         self._log = host.logger
         self._bot: BotIdentity | None = None
         self._sender: Sender | None = None
+        self._drafter: Drafter | None = None
         self._own: OrderedDict[tuple[int, int], None] = OrderedDict()
         self._state = PollState()
         self._last_set_aside: dict[str, Json] | None = None
@@ -153,12 +155,13 @@ class TelegramConnection:
                 self._sender = Sender(
                     api, clock=self._host.clock, logger=self._log, parse_mode=mode, on_sent=self._sent
                 )
+                self._drafter = Drafter(self._sender, self._account, clock=self._host.clock, logger=self._log)
                 self._log.info(
                     "telegram account %s runs as @%s (%s)", self._account.label, self._bot.username, self.sid
                 )
                 await self._receive(api, store, Shaper(self._bot, self._account, fetcher=self.sid), task_status)
             finally:
-                self._sender = None
+                self._sender = self._drafter = None
                 deregister()
         finally:
             with anyio.CancelScope(shield=True):
@@ -283,3 +286,39 @@ class TelegramConnection:
         else:
             self._log.error("telegram account %s: getUpdates failed (%s); retrying", label, exc)
         return kind
+
+
+class DraftingTelegramConnection(TelegramConnection):
+    """A ``TelegramConnection`` that also shows replies as they are written (``DraftingConnection``): the
+    connection of an account whose ``drafts`` is not ``off`` (see ``ishiki_channel_telegram.drafts``)."""
+
+    async def show_draft(self, channel_id: str, draft: Draft) -> None:
+        """Show ``draft.text`` as the reply being written, then wait out the chat's pace; nothing while the
+        connection is not running."""
+        if self._drafter is not None:
+            await self._drafter.show(channel_id, draft)
+
+    async def finish_draft(self, channel_id: str, draft: Draft, text: str) -> SendResult:
+        """Deliver the final ``text`` once, in place of what the draft showed; failures come back as
+        ``SendResult.error``."""
+        if self._drafter is None:
+            return SendResult(error=self._not_connected())
+        return await self._drafter.finish(channel_id, draft, text)
+
+    async def drop_draft(self, channel_id: str, draft: Draft, why: DraftEnd) -> None:
+        """Take back (``tools``) or mark as cut off (``failed``, ``aborted``) what the draft showed."""
+        if self._drafter is not None:
+            await self._drafter.drop(channel_id, draft, why)
+
+
+def make_connection(
+    host: ChannelHost,
+    account: TelegramAccount,
+    *,
+    rng: RandomSource | None = None,
+    client: httpx.AsyncClient | None = None,
+) -> TelegramConnection:
+    """The connection of ``account``: a ``DraftingTelegramConnection`` unless its ``drafts`` is ``off`` (the
+    host asks ``isinstance(conn, DraftingConnection)`` to know whether to stream replies to it)."""
+    kind = TelegramConnection if account.drafts == "off" else DraftingTelegramConnection
+    return kind(host, account, rng=rng, client=client)

@@ -1,8 +1,10 @@
 """Sending: text split at Telegram's limit and rendered as HTML, typing indicators, photos and documents.
 
-A text is split with ``split_message(text, 4096, measure=utf16_len)`` (Telegram counts UTF-16 units of the
-text after its markup is parsed; rendering only removes visible characters, so each part still fits). Each part
-goes out as HTML; when Telegram answers ``can't parse entities`` that part is sent again as plain text. The
+A text is rendered from Markdown and cut into parts of at most 4,096 UTF-16 units of shown text
+(``render.render_parts``: Telegram counts the text after its markup is parsed; a code block or a bold span is
+never cut when it fits one part, and a longer one is closed and reopened). Each part goes out as HTML; when
+Telegram answers ``can't parse entities`` that part is sent again as the plain text it shows. With
+``parse_mode: plain`` the text is split as written (``split_message``) and sent without markup. The
 first part replies to ``reply_to`` (``allow_sending_without_reply``: a deleted target does not lose the reply).
 
 Retries never risk a duplicate message: a 429 is waited out (``retry_after``, up to a minute) and a request
@@ -24,7 +26,7 @@ from ishiki_channel_telegram.errors import (
     TelegramRateLimited,
     TelegramUnavailable,
 )
-from ishiki_channel_telegram.render import render_html
+from ishiki_channel_telegram.render import RenderedPart, render_parts
 
 if TYPE_CHECKING:
     import logging
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 
     from ishiki_channel_telegram.api import BotAPI
 
-__all__ = ["CAPTION_LIMIT", "MESSAGE_LIMIT", "Sender", "chat_of"]
+__all__ = ["CAPTION_LIMIT", "MESSAGE_LIMIT", "Sender", "chat_of", "reply_id"]
 
 MESSAGE_LIMIT = 4096
 CAPTION_LIMIT = 1024
@@ -77,18 +79,51 @@ class Sender:
         """Send ``text`` as one or more messages (see the module docstring)."""
         try:
             chat = chat_of(channel_id)
-            reply = _message_id(reply_to)
+            reply = reply_id(reply_to)
         except EventInvalid as exc:
             return SendResult(error=str(exc))
-        parts = split_message(text, MESSAGE_LIMIT, measure=utf16_len)
+        parts = self.parts(text)
         if not parts:
             return SendResult(error="nothing to send: the text is empty")
-        ids: list[str] = []
+        return await self.send_parts(chat, parts, reply)
+
+    def parts(self, text: str, limit: int = MESSAGE_LIMIT) -> list[RenderedPart]:
+        """``text`` as the messages it is sent as: rendered (``render_parts``), or split as written when the
+        account's ``parse_mode`` is ``plain``."""
+        if self._html:
+            return render_parts(text, limit)
+        return [RenderedPart(part, part) for part in split_message(text, limit, measure=utf16_len)]
+
+    async def call(self, method: str, params: dict[str, Any], *, idempotent: bool = False) -> Any:
+        """Call ``method``, waiting out 429s and retrying a request that never left (any network failure when
+        the call is ``idempotent``: repeating it changes nothing)."""
+        return await self._retrying(lambda: self._api.call(method, params), idempotent=idempotent)
+
+    async def formatted(self, method: str, params: dict[str, Any], part: RenderedPart, *, edit: bool = False) -> Any:
+        """Call ``method`` with ``part`` as its ``text`` (HTML, or plain when Telegram refuses the markup or the
+        account sends plain text), waiting out 429s; ``edit``: the call changes nothing when repeated, so it is
+        retried after any network failure, not only one that certainly never left."""
+        if self._html:
+            try:
+                return await self.call(method, {**params, "text": part.html, "parse_mode": "HTML"}, idempotent=edit)
+            except TelegramBadRequest as exc:
+                if not exc.cannot_parse_entities:
+                    raise
+                self._logger.warning("Telegram refused the HTML of %s (%s); sending it as plain text", method, exc)
+        return await self.call(method, {**params, "text": part.plain}, idempotent=edit)
+
+    async def send_parts(
+        self, chat: int, parts: Sequence[RenderedPart], reply: int | None, *, before: Sequence[str] = ()
+    ) -> SendResult:
+        """Send ``parts`` in order (the first replies to ``reply``); ``before`` are ids already delivered of
+        the same message (a draft finished in place), counted in the result and its error."""
+        ids: list[str] = list(before)
+        total = len(parts) + len(before)
         for index, part in enumerate(parts):
             try:
                 message = await self._send_part(chat, part, reply if index == 0 else None)
             except TelegramError as exc:
-                where = f"part {index + 1} of {len(parts)}" if len(parts) > 1 else "the message"
+                where = f"part {len(before) + index + 1} of {total}" if total > 1 else "the message"
                 return SendResult(ids=tuple(ids), error=f"{where} was not sent: {exc.description}")
             ids.append(str(message["message_id"]))
         return SendResult(ids=tuple(ids))
@@ -117,18 +152,15 @@ class Sender:
                 return SendResult(ids=tuple(ids), error=f"{name} was not sent: {exc.description}")
         return SendResult(ids=tuple(ids))
 
-    async def _send_part(self, chat: int, part: str, reply_to: int | None) -> dict[str, Any]:
-        params: dict[str, Any] = {"chat_id": chat, "text": part}
+    async def _send_part(self, chat: int, part: RenderedPart, reply_to: int | None) -> dict[str, Any]:
+        params: dict[str, Any] = {"chat_id": chat}
         if reply_to is not None:
             params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
-        if self._html:
-            try:
-                return await self._sent(chat, {**params, "text": render_html(part), "parse_mode": "HTML"})
-            except TelegramBadRequest as exc:
-                if not exc.cannot_parse_entities:
-                    raise
-                self._logger.warning("Telegram refused the HTML of a message (%s); sending it as plain text", exc)
-        return await self._sent(chat, params)
+        message = await self.formatted("sendMessage", params, part)
+        if not isinstance(message, dict) or not isinstance(message.get("message_id"), int):
+            raise TelegramBadRequest("sendMessage answered without a message id", method="sendMessage")
+        self._on_sent(chat, message["message_id"])
+        return message
 
     async def _send_file(self, chat: int, channel_id: str, file: OutboundFile) -> list[str]:
         blob = file.blob
@@ -163,7 +195,7 @@ class Sender:
         self._on_sent(chat, message["message_id"])
         return message
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
         for tries in range(1, _ATTEMPTS + 1):
             try:
                 return await attempt()
@@ -172,13 +204,14 @@ class Sender:
                     raise
                 await self._clock.sleep(exc.retry_after)
             except TelegramUnavailable as exc:
-                if tries == _ATTEMPTS or exc.sent:
+                if tries == _ATTEMPTS or (exc.sent and not idempotent):
                     raise
                 await self._clock.sleep(float(tries))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _message_id(reply_to: str | None) -> int | None:
+def reply_id(reply_to: str | None) -> int | None:
+    """The message id ``reply_to`` names (``None`` for none); ``EventInvalid`` when it is not a number."""
     if reply_to is None:
         return None
     try:

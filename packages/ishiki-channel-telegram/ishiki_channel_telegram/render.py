@@ -1,68 +1,81 @@
-"""Markdown-ish model text rendered as Telegram HTML, for a small safe subset.
+"""The model's Markdown as Telegram HTML, cut into parts that each fit a message.
 
-Converted: fenced code blocks (``<pre><code class="language-x">``), inline code, ``**bold**``/``__bold__``,
-``*italic*``/``_italic_``, ``~~strike~~`` and ``[text](http://url)`` links. Everything else is escaped and
-shown as written. The output is balanced by construction: code and links become opaque placeholders first,
-and an emphasis span may hold whole placeholders but no bare tag, so tags never overlap (emphasis nested in
-emphasis is left as text).
+The Markdown is parsed by markdown-it-py (``markdown``): bold, italic, ``~~strike~~``, inline code, fenced and
+indented code blocks (``<pre><code class="language-x">``), links (``http``, ``https``, ``tg``, ``mailto``),
+headings as bold lines, bullet and numbered lists, quotes (``<blockquote>``), tables as preformatted text.
+Everything else is text, with ``<``, ``>`` and ``&`` escaped, so the markup is always one Telegram accepts:
+only its tags, balanced, nested as it allows.
 
-Rendering only removes visible characters (markers, fence lines, link targets), so a part that fits the
-limit before rendering still fits after Telegram parses the HTML. A part is rendered on its own, after
-splitting: an emphasis cut in two by the split stays as literal markers.
+``render_parts(text, limit)`` cuts the rendered text with ``layout.cut_parts``, measured as Telegram measures
+(the UTF-16 units of the text once the markup is parsed), so each part fits ``limit``; a mark cut by a part's
+end is closed there and reopened at the start of the next part (a long code block stays code in every part).
+Each part also comes as the plain text it shows, for when Telegram refuses the markup anyway.
 """
 
 from __future__ import annotations
 
 import html
-import re
+import itertools
+from dataclasses import dataclass
 
-__all__ = ["render_html"]
+from ishiki_host import utf16_len
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\n`]*)\n(.*?)(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
-_INLINE_CODE = re.compile(r"(`+)(?=[^`])(.+?)(?<=[^`])\1(?!`)", re.DOTALL)
-_LINK = re.compile(r"\[([^\[\]\n]+)\]\((https?://[^\s()<>\x00]+)\)")
-_SLOT = re.compile("\x00(\\d+)\x00")
-_EMPHASIS = (
-    (re.compile(r"\*\*(?=\S)([^<>]+?)(?<=\S)\*\*"), "b"),
-    (re.compile(r"(?<![\w_])__(?=\S)([^<>]+?)(?<=\S)__(?![\w_])"), "b"),
-    (re.compile(r"~~(?=\S)([^<>~]+?)(?<=\S)~~"), "s"),
-    (re.compile(r"(?<![\w*])\*(?=[^\s*])([^<>*\n]+?)(?<=[^\s*])\*(?![\w*])"), "i"),
-    (re.compile(r"(?<![\w_])_(?=[^\s_])([^<>_\n]+?)(?<=[^\s_])_(?![\w_])"), "i"),
-)
+from ishiki_channel_telegram.layout import cut_parts
+from ishiki_channel_telegram.markdown import Mark, Marked, parse_markdown
+
+__all__ = ["RenderedPart", "render_html", "render_parts"]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedPart:
+    """One message: ``html`` to send with ``parse_mode=HTML``, and ``plain``, the text it shows."""
+
+    html: str
+    plain: str
 
 
 def render_html(text: str) -> str:
-    """``text`` as Telegram HTML (see the module docstring)."""
-    slots: list[str] = []
-
-    def keep(rendered: str) -> str:
-        slots.append(rendered)
-        return f"\x00{len(slots) - 1}\x00"
-
-    text = text.replace("\x00", "\ufffd")
-    text = _FENCE.sub(lambda m: keep(_pre(m.group(2).strip(), m.group(3))), text)
-    text = _INLINE_CODE.sub(lambda m: keep(f"<code>{_escape(m.group(2))}</code>"), text)
-    text = _LINK.sub(lambda m: keep(f'<a href="{html.escape(m.group(2))}">{_inline(m.group(1))}</a>'), text)
-    out = _inline(text)
-    # A placeholder may hold another (a link's text is inline-rendered before it is stored), so resolve inward.
-    while _SLOT.search(out):
-        out = _SLOT.sub(lambda m: slots[int(m.group(1))], out)
-    return out
+    """All of ``text`` as one piece of Telegram HTML (no limit; see ``render_parts`` for messages)."""
+    marked = parse_markdown(text)
+    return _html(marked, 0, len(marked.text))
 
 
-def _pre(info: str, body: str) -> str:
-    language = info.split()[0] if info.split() else ""
-    code = _escape(body[:-1] if body.endswith("\n") else body)
-    if language and re.fullmatch(r"[\w#+.-]+", language):
-        return f'<pre><code class="language-{language}">{code}</code></pre>'
-    return f"<pre>{code}</pre>"
+def render_parts(text: str, limit: int = 4096) -> list[RenderedPart]:
+    """``text`` rendered and cut into messages of at most ``limit`` UTF-16 units each once Telegram parses
+    them (see the module docstring); no parts for text that shows nothing."""
+    marked = parse_markdown(text)
+    units = [0, *itertools.accumulate(utf16_len(char) for char in marked.text)]
+    ranges = cut_parts(marked, limit, lambda start, end: units[end] - units[start])
+    return [RenderedPart(_html(marked, start, end), marked.text[start:end]) for start, end in ranges]
 
 
-def _inline(text: str) -> str:
-    out = _escape(text)
-    for pattern, tag in _EMPHASIS:
-        out = pattern.sub(rf"<{tag}>\1</{tag}>", out)
-    return out
+def _html(marked: Marked, start: int, end: int) -> str:
+    out: list[str] = []
+    open_marks: list[Mark] = []
+    for piece, stack in marked.runs(start, end):
+        keep = 0
+        while keep < len(open_marks) and keep < len(stack) and open_marks[keep] == stack[keep]:
+            keep += 1
+        out.extend(_close(mark) for mark in reversed(open_marks[keep:]))
+        out.extend(_open(mark) for mark in stack[keep:])
+        open_marks[keep:] = stack[keep:]
+        out.append(_escape(piece))
+    out.extend(_close(mark) for mark in reversed(open_marks))
+    return "".join(out)
+
+
+def _open(mark: Mark) -> str:
+    if mark.kind == "a":
+        return f'<a href="{html.escape(mark.value, quote=True)}">'
+    if mark.kind == "pre":
+        return f'<pre><code class="language-{mark.value}">' if mark.value else "<pre>"
+    return {"quote": "<blockquote>"}.get(mark.kind, f"<{mark.kind}>")
+
+
+def _close(mark: Mark) -> str:
+    if mark.kind == "pre":
+        return "</code></pre>" if mark.value else "</pre>"
+    return {"quote": "</blockquote>"}.get(mark.kind, f"</{mark.kind}>")
 
 
 def _escape(text: str) -> str:

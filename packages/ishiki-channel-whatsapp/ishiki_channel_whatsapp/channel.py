@@ -8,17 +8,20 @@ The host reads the class attributes (``config_schema``: one entry of ``channels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ishiki_host import Channel
 
 from ishiki_channel_whatsapp.cloud.connection import CloudConnection
 from ishiki_channel_whatsapp.config import ACCOUNT_SCHEMA, CloudAccount, check_account
+from ishiki_channel_whatsapp.diagnosis import diagnose
 from ishiki_channel_whatsapp.web.connection import create_web_connection
 
 if TYPE_CHECKING:
-    from ishiki_host import ChannelConnection, ChannelHost
+    from pathlib import Path
+
+    from ishiki_host import ChannelConnection, ChannelHost, Finding
 
 __all__ = ["WhatsAppChannel"]
 
@@ -37,3 +40,9 @@ class WhatsAppChannel(Channel):
         if account["backend"] == "cloud":
             return CloudConnection(ctx, CloudAccount.from_config(account), rng=ctx.rng)
         return create_web_connection(ctx, account)
+
+    async def diagnose(self, account: Mapping[str, Any], *, seconds: float, state_dir: Path) -> Sequence[Finding]:
+        """For ``ishiki doctor``: ``cloud`` asks the Graph API for the number (cut at ``seconds``); ``web`` reads
+        the linked device's session in ``state_dir`` (the account's state directory).
+        See ``ishiki_channel_whatsapp.diagnosis``."""
+        return await diagnose(account, seconds=seconds, state_dir=state_dir)

@@ -24,7 +24,7 @@ from ishiki_host.testing import FakeOpenAIServer, TestHost, host_yaml, models_ya
 
 TOKEN = "t0ken-for-tests"
 API_KEY = "sk-test-SECRET-0123456789abcdef"
-"""The provider's ``apiKey`` in ``models.yaml``: no page or API answer may contain it."""
+"""The provider's ``api_key`` in ``models.yaml``: no page or API answer may contain it."""
 PROFILE = "ana"
 
 
@@ -147,7 +147,7 @@ def make_dash(tmp_path: Path, fake_openai: FakeOpenAIServer) -> MakeDash:
         log_in_first: bool = True,
     ) -> AsyncIterator[Dash]:
         priced = f"        price: {price}\n" if price is not None else ""  # on the model entry listed last
-        models = models_yaml(fake_openai, extra=f"{priced}    apiKey: {API_KEY}\n{models_extra}")
+        models = models_yaml(fake_openai, extra=f"{priced}    api_key: {API_KEY}\n{models_extra}")
         root = write_config(
             tmp_path / "bot",
             profiles=profiles or {PROFILE: profile_yaml()},

@@ -14,7 +14,7 @@ from ishiki_dashboard.pages import models
 pytestmark = pytest.mark.anyio
 
 API_KEY = "sk-test-SECRET-0123456789abcdef"
-"""``conftest.API_KEY``, the provider's ``apiKey`` (the root conftest.py shadows the module's name)."""
+"""``conftest.API_KEY``, the provider's ``api_key`` (the root conftest.py shadows the module's name)."""
 
 
 async def test_the_page_shows_members_and_usage_and_masks_the_api_key(dash: Any) -> None:

@@ -1,12 +1,13 @@
 """The web chat end to end: the ``web`` channel in a real host, the chat page and its stream over real HTTP.
 
 A message said through ``POST /chat/say`` reaches the persona (the fake model gets it) and the reply arrives on
-``/chat/stream`` as an HTML fragment, after the echo of the message; the hub drops a slow tab's oldest events
-instead of blocking a send.
+``/chat/stream`` as HTML fragments, after the echo of the message: drafts as the model writes it, then the
+final message in the drafts' place, once; the hub drops a slow tab's oldest events instead of blocking a send.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,9 +19,9 @@ import pytest
 from ishiki_host import FactLog
 from ishiki_host.testing import FakeOpenAIServer, TestHost, host_yaml, models_yaml, profile_yaml, write_config
 
-from ishiki_dashboard.pages.chat import _TurnFollower
+from ishiki_dashboard.pages.chat import _TurnFollower, render_event
 from ishiki_dashboard.webchat.channel import WebChannel
-from ishiki_dashboard.webchat.hub import WEB_HUB, WebHub
+from ishiki_dashboard.webchat.hub import WEB_HUB, ChatEvent, WebHub
 
 pytestmark = pytest.mark.anyio
 
@@ -110,10 +111,17 @@ async def test_a_message_reaches_the_persona_and_the_reply_arrives_on_the_stream
         async with sse(dash.client, f"/chat/stream?account={ACCOUNT}") as events:
             said = await dash.post("/chat/say", json={"account": ACCOUNT, "text": "hi <b>there</b>"})
             assert said.status_code == 202, said.text
-            seen = await until(events, "Hello from the fake model")
+            seen = await until(events, 'class="msg msg-persona" data-key=')
     texts = [data for _, data in seen]
     assert "hi &lt;b&gt;there&lt;/b&gt;" in texts[0]  # the echo comes first, escaped
-    assert 'class="msg msg-persona"' in texts[-1]
+    drafts = [data for name, data in seen if name == "upsert" and "msg-draft" in data]
+    final = seen[-1]
+    assert drafts, seen  # the reply was shown as it was written...
+    assert final[0] == "upsert"
+    assert "Hello from the fake model" in final[1]
+    keys = {re.search(r'data-key="([^"]+)"', data).group(1) for data in [*drafts, final[1]]}  # type: ignore[union-attr]
+    assert len(keys) == 1  # ...and the message took the drafts' place
+    assert not any("Hello" in data for name, data in seen if name == "message")  # never sent a second time
     prompt = dash.model.last_request.json["messages"][-1]
     assert "hi <b>there</b>" in str(prompt["content"])
 
@@ -139,6 +147,21 @@ async def test_an_owner_sees_no_notice_and_bad_input_is_shown_at_its_field(
     assert "trust.owners" not in page.text
     assert (empty.status_code, empty.json()["field"]) == (400, "text")
     assert (unknown.status_code, unknown.json()["field"]) == (400, "account")
+
+
+def test_a_draft_taken_back_is_removed_and_one_cut_short_is_marked() -> None:
+    key = "ana/web:dashboard/private:admin#1.1"
+    draft = render_event(ChatEvent(3, "draft", ACCOUNT, "private:admin", 0.0, "Let me <look>", detail=key))
+    assert draft.startswith("event: upsert\n")
+    assert f'data-key="{key}"' in draft
+    assert "Let me &lt;look&gt;" in draft
+    tools = render_event(ChatEvent(4, "undraft", ACCOUNT, "private:admin", 0.0, "tools", detail=key))
+    assert tools == f"event: remove\nid: 4\ndata: {key}\n\n"
+    failed = render_event(ChatEvent(5, "undraft", ACCOUNT, "private:admin", 0.0, "failed", detail=key))
+    assert failed.startswith("id: 5\n")  # appended after the draft, which stays as it was shown
+    assert "cut short: the turn failed" in failed
+    sent = render_event(ChatEvent(6, "sent", ACCOUNT, "private:admin", 0.0, "more", detail=""))
+    assert sent.startswith("id: 6\n")  # a message no draft showed is appended as before
 
 
 async def test_a_slow_tab_loses_its_oldest_events_and_is_told_so() -> None:

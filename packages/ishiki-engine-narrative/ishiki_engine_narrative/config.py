@@ -3,7 +3,7 @@
 Each role (``update`` of the context engine; ``narrator``, ``decoder``, ``replyer`` of the toolcall engine)
 has its own ``model`` (a group or ``provider:modelId`` of models.yaml; absent: the profile's model), its own
 ``prompt`` (a file relative to the profile directory replacing the built-in instructions; absent: the
-built-in one from ``prompts/``), ``maxTokens`` and an optional ``temperature``. The answer format a role must
+built-in one from ``prompts/``), ``max_tokens`` and an optional ``temperature``. The answer format a role must
 follow is not part of the prompt file: the engines always add it, so a custom prompt cannot break parsing.
 """
 
@@ -38,7 +38,7 @@ def _role(who: str, about: str, max_tokens: int, extra: Mapping[str, Any] | None
             "description": f"A file, relative to the profile directory, replacing {who}'s built-in instructions "
             "(the answer format is always added).",
         },
-        "maxTokens": {
+        "max_tokens": {
             "type": "integer",
             "minimum": 16,
             "default": max_tokens,
@@ -60,7 +60,7 @@ CONTEXT_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "maxMessages": {
+        "max_messages": {
             "type": "integer",
             "minimum": 2,
             "maximum": 1000,
@@ -68,7 +68,7 @@ CONTEXT_SCHEMA: Mapping[str, Any] = {
             "description": "The window holds at most this many messages after the last narrative update; when "
             "more arrive, the older ones are first folded into the narrative (a catch-up update), down to half.",
         },
-        "recentMessages": {
+        "recent_messages": {
             "type": "integer",
             "minimum": 0,
             "maximum": 100,
@@ -106,13 +106,13 @@ TOOLCALL_SCHEMA: Mapping[str, Any] = {
             },
         ),
         "replyer": _role("The Replyer", "The Replyer: writes the message in the persona's voice.", 1000),
-        "maxResultChars": {
+        "max_result_chars": {
             "type": "integer",
             "minimum": 200,
             "default": 4000,
             "description": "Characters of each tool result the roles read (the host keeps the whole result).",
         },
-        "recordPrompts": {
+        "record_prompts": {
             "type": "boolean",
             "default": False,
             "description": "Also store each role's full prompt in its fact-log record (large; for debugging).",
@@ -175,7 +175,7 @@ def role_settings(ctx: RuntimeContext, config: Mapping[str, Any], role: str, whe
     return RoleSettings(
         name=role,
         prompt=prompt,
-        max_tokens=int(config.get("maxTokens", 1000)),
+        max_tokens=int(config.get("max_tokens", 1000)),
         temperature=float(temperature) if temperature is not None else None,
         model=model,
         model_ref=ref,

@@ -2,8 +2,8 @@
 
 After each turn one background call (``ctx.spawn``, priority ``background``: the next turn never waits for
 it) folds the turn into the story and appends a ``narrative`` entry (facts are never edited). Each step's
-window holds only the entries after the newest narrative's ``upto`` (plus ``recentMessages`` covered ones
-verbatim), at most ``maxMessages`` messages: when more piled up (a busy group where most messages start no
+window holds only the entries after the newest narrative's ``upto`` (plus ``recent_messages`` covered ones
+verbatim), at most ``max_messages`` messages: when more piled up (a busy group where most messages start no
 turn), the older ones are folded first, in a catch-up update, down to half.
 On a restart or after eviction, nothing needs restoring: the newest ``narrative`` entry is read back (an
 update cut short by the stop is simply done by the next one).
@@ -156,4 +156,4 @@ class NarrativeContextEngine(ContextEngine):
         options = resolve_options(CONTEXT_SCHEMA, config, "context.narrative")
         settings = role_settings(ctx, options["update"], "update", "context.narrative.update")
         updater = NarrativeUpdater(settings, ctx.model, ctx.profile.persona)
-        return NarrativeContext(ctx, updater, max_messages=options["maxMessages"], recent=options["recentMessages"])
+        return NarrativeContext(ctx, updater, max_messages=options["max_messages"], recent=options["recent_messages"])

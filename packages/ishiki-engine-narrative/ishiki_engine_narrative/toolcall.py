@@ -105,8 +105,8 @@ class NarrativeToolcall:
             self.roles,
             model,
             self.state,
-            max_result_chars=int(self._options["maxResultChars"]),
-            record_prompts=bool(self._options["recordPrompts"]),
+            max_result_chars=int(self._options["max_result_chars"]),
+            record_prompts=bool(self._options["record_prompts"]),
         )
 
 

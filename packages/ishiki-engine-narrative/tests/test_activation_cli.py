@@ -15,7 +15,7 @@ MODELS = """\
 providers:
   fake:
     api: openai-completions
-    baseUrl: http://127.0.0.1:9/v1
+    base_url: http://127.0.0.1:9/v1
     models: [{id: main}, {id: narrator}]
 """
 
@@ -74,7 +74,7 @@ def test_a_profile_with_only_one_half_is_refused_with_the_reason(config_dir: Pat
     (error,) = profiles["bad-option"]["errors"]
     assert error["path"].startswith("context.narrative")
     assert "maxMesages" in error["message"]
-    assert "maxMessages" in error["message"]  # did you mean
+    assert "max_messages" in error["message"]  # did you mean
 
 
 def test_the_text_report_says_it_too(config_dir: Path) -> None:

@@ -26,7 +26,7 @@ def json_lines(path: Path) -> list[Entry]:
 def test_the_option_tables_are_fresh() -> None:
     text = PAGE.read_text(encoding="utf-8")
     assert render_page(text) == text, "stale: run `python -m ishiki_engine_narrative.docs`"
-    for key in ("| `maxMessages` |", "| `update.model` |", "| `narrator.maxTokens` |", "| `decoder.retries` |"):
+    for key in ("| `max_messages` |", "| `update.model` |", "| `narrator.max_tokens` |", "| `decoder.retries` |"):
         assert key in text
 
 

@@ -24,7 +24,7 @@ def test_both_halves_are_installed_and_require_each_other() -> None:
     assert toolcall is not None
     assert context.requires == ("ishiki.engine.toolcall.narrative",)
     assert toolcall.requires == ("ishiki.engine.context.narrative",)
-    assert context.config_schema["properties"]["update"]["properties"]["maxTokens"]["default"] == 700
+    assert context.config_schema["properties"]["update"]["properties"]["max_tokens"]["default"] == 700
 
 
 def test_an_unknown_role_model_is_a_config_error(make_runtime: Any, chat: Any) -> None:
@@ -52,7 +52,7 @@ def test_a_missing_or_empty_prompt_file_is_a_config_error(
 @pytest.mark.parametrize(
     ("engine", "config", "path", "message"),
     [
-        (NarrativeContextEngine, {"maxMessages": 1}, "context.narrative.maxMessages", "less than the minimum of 2"),
+        (NarrativeContextEngine, {"max_messages": 1}, "context.narrative.max_messages", "less than the minimum of 2"),
         (NarrativeToolcallEngine, {"narator": {}}, "toolcall.narrative", "'narator' was unexpected"),
         (NarrativeToolcallEngine, {"decoder": {"retries": -1}}, "toolcall.narrative.decoder.retries", "minimum"),
     ],

@@ -29,7 +29,7 @@ async def test_a_restarted_runtime_resumes_from_the_last_narrative(
     gateway: Gateway, fake_openai: FakeOpenAIServer, make_runtime: Any, chat: Any, run_turn: Any, tmp_path: Path
 ) -> None:
     home = tmp_path / "kiri-home"
-    context = {"recentMessages": 0}
+    context = {"recent_messages": 0}
     fake_openai.reply(decision("reply", "promise to check the shelves"))
     fake_openai.reply("Let me check the shelves for you!")
     fake_openai.reply(json.dumps(STORY))

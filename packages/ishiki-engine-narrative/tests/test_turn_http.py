@@ -118,7 +118,7 @@ async def test_each_role_uses_its_own_model(
     fake_openai.reply("Hello Ana!")
     fake_openai.reply(json.dumps(STORY))
     models = {"fake:narrator": gateway.model("fake:narrator"), "fake:writer": gateway.model("fake:writer")}
-    toolcall = {"narrator": {"model": "fake:narrator", "maxTokens": 77}, "replyer": {"model": "fake:writer"}}
+    toolcall = {"narrator": {"model": "fake:narrator", "max_tokens": 77}, "replyer": {"model": "fake:writer"}}
     context = {"update": {"model": "fake:narrator", "temperature": 0.1}}
     async with make_runtime(gateway.model("fake:main"), chat, toolcall=toolcall, context=context, models=models) as rt:
         await run_turn(rt, "Hi!")

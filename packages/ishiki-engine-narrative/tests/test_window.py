@@ -60,7 +60,7 @@ async def test_a_pile_of_messages_is_folded_before_the_turn_sees_it(
     make_runtime: Any, chat: Any, run_turn: Any, which_role: Any
 ) -> None:
     roles = Roles(which_role, lambda n: reply(story(f"update {n}")), ["reply"])
-    async with make_runtime(roles.model, chat, context={"maxMessages": 4, "recentMessages": 0}) as rt:
+    async with make_runtime(roles.model, chat, context={"max_messages": 4, "recent_messages": 0}) as rt:
         await chatter(rt, 7)
         outcome = await run_turn(rt, "Kiri, what do you think?")
         entries = list(rt.log.iter_forward())
@@ -86,7 +86,7 @@ async def test_when_the_catch_up_fails_the_window_is_still_capped(
     make_runtime: Any, chat: Any, run_turn: Any, which_role: Any, records: Records
 ) -> None:
     roles = Roles(which_role, lambda n: reply("not a story"), ["act", "reply"])
-    async with make_runtime(roles.model, chat, context={"maxMessages": 4, "recentMessages": 0}) as rt:
+    async with make_runtime(roles.model, chat, context={"max_messages": 4, "recent_messages": 0}) as rt:
         await chatter(rt, 7)
         await run_turn(rt, "Kiri?")
         entries = list(rt.log.iter_forward())

@@ -4,8 +4,8 @@ The file sits at the root of the config directory; a profile-local ``profiles/<i
 for that profile (it is not merged). The extension's ``servers: [names]`` selects some of the file's
 servers (all of them when absent). A stdio server has ``command`` (and ``args``, ``env``, ``cwd``); an HTTP
 server has ``url`` (and ``headers``); ``type`` (``stdio``, ``http``/``streamable-http``, ``sse``) is
-inferred when left out. Ishiki adds ``trust`` (default ``trusted``), ``timeoutMs`` (one call),
-``startupTimeoutMs`` (connect and list) and honours ``disabled``.
+inferred when left out. Ishiki adds ``trust`` (default ``trusted``), ``timeout_ms`` (one call),
+``startup_timeout_ms`` (connect and list) and honours ``disabled``.
 
 ``${VAR}`` and ``${VAR:-default}`` are expanded (``ishiki_host.config.envvars``) in every string of a server
 entry: command, args, env, cwd, url and headers. A problem with one server (a missing variable, a bad
@@ -29,6 +29,7 @@ from ishiki_host import (
     did_you_mean,
     expand_vars,
     format_path,
+    normalize_keys,
     parse_json,
     read_text,
     schema_problems,
@@ -64,8 +65,8 @@ _SERVER_SCHEMA: dict[str, Any] = {
         "url": {"type": "string", "pattern": "^https?://", "x-error": "expected an http:// or https:// URL"},
         "headers": {"type": "object", "additionalProperties": {"type": "string"}},
         "trust": {"enum": ["untrusted", "trusted", "owner"]},
-        "timeoutMs": {"type": "integer", "minimum": 1},
-        "startupTimeoutMs": {"type": "integer", "minimum": 1},
+        "timeout_ms": {"type": "integer", "minimum": 1},
+        "startup_timeout_ms": {"type": "integer", "minimum": 1},
         "disabled": {"type": "boolean"},
     },
 }
@@ -255,8 +256,11 @@ class _Loader:
         full = ("mcpServers", *path)
         return MCPConfigInvalid(message, file=self.doc.file, line=self.doc.line(full), path=format_path(full))
 
-    def server(self, name: str, entry: Mapping[str, Any]) -> None:
+    def server(self, name: str, written: Mapping[str, Any]) -> None:
         known = _SERVER_SCHEMA["properties"]
+        entry = self.renamed(name, written)
+        if entry is None:
+            return
         for key in entry:
             if key not in known:
                 hint = did_you_mean(key, known)
@@ -273,13 +277,25 @@ class _Loader:
         except MCPConfigInvalid as exc:
             self.failed[name] = exc
 
+    def renamed(self, name: str, written: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The entry with Ishiki's own keys in their old spelling (``timeoutMs``) renamed, each noted as a
+        warning; ``None`` (the server failed) when a key is written in both spellings."""
+        found = normalize_keys(_SERVER_SCHEMA, dict(written), self.doc.lines, ("mcpServers", name))
+        for rename in found.renames:
+            problem = self.error(rename.message, *(str(k) for k in rename.path[1:]))
+            if rename.clash:
+                self.failed[name] = problem
+                return None
+            self.warnings.append(problem.describe())
+        return dict(found.data) if isinstance(found.data, dict) else dict(written)
+
     def spec(self, name: str, entry: Mapping[str, Any]) -> ServerSpec:
         transport = self.transport(name, entry)
         expand = self.expander(name)
         common: dict[str, Any] = {
             "trust": entry.get("trust", "trusted"),
-            "timeout_ms": entry.get("timeoutMs", DEFAULT_TIMEOUT_MS),
-            "startup_timeout_ms": entry.get("startupTimeoutMs", DEFAULT_STARTUP_TIMEOUT_MS),
+            "timeout_ms": entry.get("timeout_ms", DEFAULT_TIMEOUT_MS),
+            "startup_timeout_ms": entry.get("startup_timeout_ms", DEFAULT_STARTUP_TIMEOUT_MS),
         }
         if transport == "stdio":
             cwd = expand(entry["cwd"], "cwd") if "cwd" in entry else None

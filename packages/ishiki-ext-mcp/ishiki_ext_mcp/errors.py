@@ -40,7 +40,7 @@ class CallError(Exception):
 
 
 class CallTimedOut(CallError):
-    """Internal: the server did not answer within ``timeoutMs``."""
+    """Internal: the server did not answer within ``timeout_ms``."""
 
     def __init__(self, message: str):
         super().__init__(message, None)

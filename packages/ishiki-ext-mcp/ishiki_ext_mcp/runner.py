@@ -3,7 +3,7 @@
 ``ServerRunner.run`` is the supervisor loop (the manager runs it as a service task). Each attempt spawns or
 connects (``stdio``/``http`` transports), negotiates with the SDK ``Client`` (``mode="auto"``: the
 2026 ``server/discover`` era, or the ``initialize`` handshake with older servers) and lists tools,
-resources and templates, all within ``startupTimeoutMs``. Then it serves until the connection is lost,
+resources and templates, all within ``startup_timeout_ms``. Then it serves until the connection is lost,
 the server is found hung, or ``stop()``; and it tries again after a back-off (1 s, doubling, at most 60 s;
 back to 1 s once a server stayed up for a minute).
 
@@ -16,7 +16,7 @@ the session in the handshake era and on a ``subscriptions/listen`` stream in the
 listing dirty; one refresher task re-lists, so a burst of notifications costs one listing.
 
 A call that times out becomes an error result and is cancelled on the server; the server is kept unless a
-health check (``tools/list`` within ``min(timeoutMs, 10 s)``) gets no answer either: then it is considered
+health check (``tools/list`` within ``min(timeout_ms, 10 s)``) gets no answer either: then it is considered
 hung, killed without a grace period and restarted. Back-off and call deadlines run on the host's clock.
 """
 
@@ -201,7 +201,7 @@ class ServerRunner:
                         was_up, up_since = True, self.clock.monotonic()
                         await self._serve(client, listing)
             if scope.cancelled_caught and not self._stopping:
-                raise StartFailed(f"no answer within startupTimeoutMs ({self.spec.startup_timeout_ms} ms)")
+                raise StartFailed(f"no answer within startup_timeout_ms ({self.spec.startup_timeout_ms} ms)")
         except Exception as exc:
             self._record_failure(exc, was_up)
             return
@@ -381,7 +381,7 @@ class ServerRunner:
         except TimeoutError:
             self._probe.set()
             raise CallTimedOut(
-                f"MCP server '{self.name}' did not answer {what} within {self.spec.timeout:g} s (timeoutMs); "
+                f"MCP server '{self.name}' did not answer {what} within {self.spec.timeout:g} s (timeout_ms); "
                 "the call was cancelled"
             ) from None
         except MCPError as exc:

@@ -1,7 +1,7 @@
 """A server's MCP tools as host ``Tool`` objects, and their results as ``ToolResult``.
 
 Each tool is offered as ``<server>__<tool>`` (``ishiki_ext_mcp.names``) with the server's description and
-input schema, at the server's ``trust`` level. A call goes to the server under ``timeoutMs``; a result the
+input schema, at the server's ``trust`` level. A call goes to the server under ``timeout_ms``; a result the
 server marks ``isError`` stays an error result, and a server that is down, times out or answers a JSON-RPC
 error raises ``MCPCallFailed``, which the host turns into an error result too.
 

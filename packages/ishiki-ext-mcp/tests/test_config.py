@@ -26,7 +26,7 @@ def test_stdio_and_http_servers_with_defaults(tmp_path: Path) -> None:
             "files": {"command": "npx", "args": ["-y", "server-files", "/srv"], "env": {"A": "1"}, "cwd": "work"},
             "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer x"}},
             "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
-            "strict": {"command": "srv", "trust": "owner", "timeoutMs": 1500, "startupTimeoutMs": 9000},
+            "strict": {"command": "srv", "trust": "owner", "timeout_ms": 1500, "startup_timeout_ms": 9000},
         },
     )
     config = load_mcp_config(tmp_path, environ={})
@@ -97,7 +97,7 @@ def test_a_missing_variable_fails_its_server_and_names_the_variable_and_file(tmp
             {"command": "c", "trust": "root"},
             "mcpServers.x.trust: must be one of 'untrusted', 'trusted', 'owner'; got 'root'",
         ),
-        ({"command": "c", "timeoutMs": 0}, "mcpServers.x.timeoutMs: must be >= 1; got 0"),
+        ({"command": "c", "timeout_ms": 0}, "mcpServers.x.timeout_ms: must be >= 1; got 0"),
         ({"command": "c", "args": "a b"}, "mcpServers.x.args: expected an array, got string ('a b')"),
         ({"command": "c", "env": {"N": 1}}, "mcpServers.x.env.N: expected a string, got integer (1)"),
         (
@@ -120,8 +120,26 @@ def test_unknown_keys_are_warnings_with_a_hint(tmp_path: Path) -> None:
     assert [spec.name for spec in config.servers] == ["x"]
     assert config.warnings == (
         "mcp.json:5: mcpServers.x.autoApprove: unknown key 'autoApprove' (ignored)",
-        "mcp.json:8: mcpServers.x.timeoutMS: unknown key 'timeoutMS' (ignored); did you mean 'timeoutMs'?",
+        "mcp.json:8: mcpServers.x.timeoutMS: unknown key 'timeoutMS' (ignored); did you mean 'timeout_ms'?",
     )
+
+
+def test_ishikis_own_keys_in_their_old_spelling_work_with_a_warning(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "x": {"command": "c", "timeoutMs": 5, "startupTimeoutMs": 7},
+            "y": {"command": "c", "timeoutMs": 1, "timeout_ms": 2},
+        },
+    )
+    config = load_mcp_config(tmp_path, environ={})
+    (spec,) = config.servers
+    assert (spec.timeout_ms, spec.startup_timeout_ms) == (5, 7)
+    assert config.warnings == (
+        "mcp.json:5: mcpServers.x.timeoutMs: `timeoutMs` is the old spelling; write `timeout_ms`",
+        "mcp.json:6: mcpServers.x.startupTimeoutMs: `startupTimeoutMs` is the old spelling; write `startup_timeout_ms`",
+    )
+    assert "`timeoutMs` and `timeout_ms` are one key written twice" in config.failed["y"].message
 
 
 @pytest.mark.parametrize(
@@ -130,8 +148,8 @@ def test_unknown_keys_are_warnings_with_a_hint(tmp_path: Path) -> None:
         ('{"mcpServers": {', "mcp.json:1: mcpServers: invalid JSON: the file ends inside an object opened at line 1"),
         ('{"mcpServers": ' + '{"a": ' * 50_000, "mcp.json:1: invalid JSON: nested deeper than 64 levels"),
         (
-            '{"mcpServers": {"a": {"timeoutMs": 1' + "0" * 5000 + "}}}",
-            "mcp.json:1: mcpServers.a.timeoutMs: invalid JSON: an integer of 5,001 digits",
+            '{"mcpServers": {"a": {"timeout_ms": 1' + "0" * 5000 + "}}}",
+            "mcp.json:1: mcpServers.a.timeout_ms: invalid JSON: an integer of 5,001 digits",
         ),
         ('{"mcpServers": {"a": {"command": "caf\\udce9"}}}', "mcp.json:1: invalid JSON: a lone UTF-16 surrogate"),
         ("[]", "mcp.json:1: expected an object, got array"),

@@ -103,7 +103,7 @@ async def test_back_off_grows_while_the_server_keeps_dying(
 async def test_a_call_that_never_answers_times_out_and_the_healthy_server_is_kept(
     cfg: ConfigDir, open_runtime: RuntimeFactory, fake_clock: FakeClock
 ) -> None:
-    cfg.write({"demo": demo(timeoutMs=500)})
+    cfg.write({"demo": demo(timeout_ms=500)})
     model = ScriptedModel(
         [reply("", tool_call("demo__hang")), reply("too slow"), reply("", tool_call("demo__echo", {"text": "ok"})), "."]
     )
@@ -112,10 +112,10 @@ async def test_a_call_that_never_answers_times_out_and_the_healthy_server_is_kep
         pid = runner.info.pid
         async with anyio.create_task_group() as tg:
             tg.start_soon(turn, rt, "hang")
-            await fake_clock.wait_for_sleepers(2)  # the agent's tool deadline and the call's timeoutMs
+            await fake_clock.wait_for_sleepers(2)  # the agent's tool deadline and the call's timeout_ms
             await fake_clock.advance(0.5)
         assert last_tool_result(rt)[0] == (
-            "MCP server 'demo' did not answer the call of hang within 0.5 s (timeoutMs); the call was cancelled"
+            "MCP server 'demo' did not answer the call of hang within 0.5 s (timeout_ms); the call was cancelled"
         )
         await until(runner, lambda r: r.checks == 1)  # the health check after a timeout got its answer
         assert (runner.state, runner.info.pid) == ("ready", pid)
@@ -126,7 +126,7 @@ async def test_a_call_that_never_answers_times_out_and_the_healthy_server_is_kep
 async def test_a_hung_server_is_killed_and_restarted(
     cfg: ConfigDir, open_runtime: RuntimeFactory, fake_clock: FakeClock, children: Children
 ) -> None:
-    cfg.write({"demo": demo(timeoutMs=500)})
+    cfg.write({"demo": demo(timeout_ms=500)})
     before = children()
     async with open_runtime() as (_rt, instance):
         runner = instance.runners["demo"]
@@ -194,7 +194,7 @@ async def test_a_server_that_does_not_answer_at_start_times_out(
     cfg: ConfigDir, open_runtime: RuntimeFactory, fake_clock: FakeClock, children: Children
 ) -> None:
     script = "import time; time.sleep(600)"
-    cfg.write({"mute": {"command": sys.executable, "args": ["-c", script], "startupTimeoutMs": 1000}})
+    cfg.write({"mute": {"command": sys.executable, "args": ["-c", script], "startup_timeout_ms": 1000}})
     before = children()
     opened = anyio.Event()
     close = anyio.Event()
@@ -219,7 +219,7 @@ async def test_a_server_that_does_not_answer_at_start_times_out(
         assert children() == before  # the mute process was killed
         close.set()
     assert status == [
-        "mcp mute: failed: failed to start: no answer within startupTimeoutMs (1000 ms) (killed by SIGTERM); "
+        "mcp mute: failed: failed to start: no answer within startup_timeout_ms (1000 ms) (killed by SIGTERM); "
         "next attempt in 1 s"
     ]
 

@@ -73,7 +73,7 @@ async def test_a_lost_server_is_reconnected_with_back_off(
 ) -> None:
     process, url = await http_server("--http")
     port = int(url.rsplit(":", 1)[1].split("/")[0])
-    cfg.write({"web": {"url": url, "timeoutMs": 500}})
+    cfg.write({"web": {"url": url, "timeout_ms": 500}})
     async with open_runtime() as (_rt, instance):
         runner = instance.runners["web"]
         add = next(tool for tool in instance.ishiki_tools() if tool.name == "web__add")

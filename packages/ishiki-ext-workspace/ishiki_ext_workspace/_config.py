@@ -51,13 +51,13 @@ CONFIG_SCHEMA: Mapping[str, Any] = {
                 },
             },
         },
-        "maxFileBytes": {
+        "max_file_bytes": {
             "type": "integer",
             "minimum": 1,
             "default": DEFAULT_MAX_FILE_BYTES,
             "description": "The largest file read, edited, written or searched (bytes).",
         },
-        "timeoutMs": {
+        "timeout_ms": {
             "type": "integer",
             "minimum": 1,
             "default": 30_000,
@@ -68,19 +68,19 @@ CONFIG_SCHEMA: Mapping[str, Any] = {
             "default": False,
             "description": "Offer the owner-only shell tool. Not a security boundary: see the package README.",
         },
-        "maxOutputBytes": {
+        "max_output_bytes": {
             "type": "integer",
             "minimum": 256,
             "default": 64 * 1024,
             "description": "The most output a shell command, a listing or a search returns (bytes).",
         },
-        "maxResults": {
+        "max_results": {
             "type": "integer",
             "minimum": 1,
             "default": 200,
             "description": "The most entries list_files and matches search_files return.",
         },
-        "shellEnv": {
+        "shell_env": {
             "type": "object",
             "default": {},
             "additionalProperties": {"type": "string"},
@@ -200,10 +200,10 @@ def settings_from_config(
     _check_overlaps(mounts, os.path.realpath(data_dir) if data_dir is not None else None)
     return Settings(
         mounts=mounts,
-        max_file_bytes=int(config.get("maxFileBytes", DEFAULT_MAX_FILE_BYTES)),
-        timeout_seconds=int(config.get("timeoutMs", 30_000)) / 1000,
+        max_file_bytes=int(config.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)),
+        timeout_seconds=int(config.get("timeout_ms", 30_000)) / 1000,
         shell=bool(config.get("shell", False)),
-        max_output_bytes=int(config.get("maxOutputBytes", 64 * 1024)),
-        max_results=int(config.get("maxResults", 200)),
-        shell_env=dict(config.get("shellEnv", {})),
+        max_output_bytes=int(config.get("max_output_bytes", 64 * 1024)),
+        max_results=int(config.get("max_results", 200)),
+        shell_env=dict(config.get("shell_env", {})),
     )

@@ -101,6 +101,6 @@ def edit_file(location: Location, old: str, new: str, count: int | None, limit: 
             updated, outcome = apply_edit(text, old, new, count, shown)
             data = bom + updated.encode("utf-8")
             if len(data) > limit:
-                raise ResourceError("too_large", f"the edit would make {shown} {len(data):,} bytes (maxFileBytes)")
+                raise ResourceError("too_large", f"the edit would make {shown} {len(data):,} bytes (max_file_bytes)")
             replace_file(target.dir_fd, target.name, data, target.info.st_mode)
     return EditOutcome(outcome.replacements, outcome.lines, len(data))

@@ -111,7 +111,7 @@ def read_limited(fd: int, info: os.stat_result, limit: int, shown: str) -> bytes
             raise ResourceError(
                 "too_large",
                 f"{shown} is {info.st_size:,} bytes ({media_type}); files over {limit:,} bytes are not read "
-                "(maxFileBytes)",
+                "(max_file_bytes)",
             )
         data = handle.read(limit + 1)
     if len(data) > limit:

@@ -1,4 +1,4 @@
-"""What the model reads from the workspace tools: short text results, capped at ``maxOutputBytes``."""
+"""What the model reads from the workspace tools: short text results, capped at ``max_output_bytes``."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def cap_text(text: str, limit: int) -> str:
         return text
     kept = data[:limit].decode("utf-8", "ignore")
     kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
-    return f"{kept}\n… output cut at {limit:,} bytes (maxOutputBytes); narrow the request"
+    return f"{kept}\n… output cut at {limit:,} bytes (max_output_bytes); narrow the request"
 
 
 def render_listing(location: Location, listing: Listing, limit: int, max_results: int) -> tuple[str, dict[str, Any]]:
@@ -42,7 +42,7 @@ def render_listing(location: Location, listing: Listing, limit: int, max_results
     where = location.shown + (" (the workspace root)" if location.shown == "." else "")
     head = f"{where}: {plural(len(entries), 'entry', 'entries')}"
     if listing.truncated:
-        head += f", more not shown (maxResults={max_results}); narrow with glob or depth"
+        head += f", more not shown (max_results={max_results}); narrow with glob or depth"
     elif not entries:
         head += " (empty, or nothing matches)"
     data = {"path": location.shown, "entries": entries, "truncated": listing.truncated}
@@ -52,7 +52,7 @@ def render_listing(location: Location, listing: Listing, limit: int, max_results
 def _notes(location: Location, outcome: SearchOutcome, base: Location, max_results: int) -> list[str]:
     notes: list[str] = []
     if outcome.truncated:
-        notes.append(f"more matches not shown (maxResults={max_results}); narrow the pattern, path or glob")
+        notes.append(f"more matches not shown (max_results={max_results}); narrow the pattern, path or glob")
     if outcome.timed_out is not None:
         where = base.child(*outcome.timed_out).shown
         notes.append(f"stopped at the time limit while searching {where}; the results above are partial")
@@ -87,7 +87,7 @@ def render_shell(outcome: ShellOutcome, timeout: float) -> tuple[str, dict[str, 
         half = len(outcome.output) // 2
         head = outcome.output[:half].decode("utf-8", "replace")
         tail = outcome.output[half:].decode("utf-8", "replace")
-        output = f"{head}\n… {plural(outcome.omitted, 'byte')} of output omitted (maxOutputBytes) …\n{tail}"
+        output = f"{head}\n… {plural(outcome.omitted, 'byte')} of output omitted (max_output_bytes) …\n{tail}"
     if outcome.timed_out:
         status = f"timed out after {timeout:g} s: the command and every process it started were killed"
     elif outcome.exit_code is not None and outcome.exit_code < 0:

@@ -2,7 +2,7 @@
 
 ``workspace://`` lists the mounts; ``workspace://<mount>`` and its directories are listings (one name a line,
 directories ending in ``/``); a file is its bytes, which the center pages, selects lines of (``#L10-L20``)
-and describes when binary. ``?view=meta`` describes without reading. Files over ``maxFileBytes`` (or the
+and describes when binary. ``?view=meta`` describes without reading. Files over ``max_file_bytes`` (or the
 center's own limit) are refused with their size and type; confinement is ``_confine``'s.
 """
 

@@ -4,7 +4,7 @@ This is NOT a security boundary. The command runs as the host's user, with the h
 can read and write anything that user can, open network connections and leave the workspace with ``cd ..``.
 What it does guarantee is hygiene, not isolation: the working directory is the workspace root; the
 environment is a minimal one built here (``PATH``, ``HOME`` = the root, ``LANG``, ``TERM`` and the operator's
-``shellEnv``), so API keys and tokens in the host's environment are not passed on; stdin is empty; output
+``shell_env``), so API keys and tokens in the host's environment are not passed on; stdin is empty; output
 (stdout and stderr, interleaved) is capped, keeping its head and its tail; and the command runs in a new
 session (its own process group), which is killed with SIGKILL at the deadline, and also as soon as the
 command exits, so nothing it started in the background outlives it. A process that leaves the group itself

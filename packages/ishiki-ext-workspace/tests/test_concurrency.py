@@ -21,7 +21,7 @@ def _version(i: int) -> str:
 
 async def test_concurrent_writes_leave_one_whole_version_and_readers_never_see_a_torn_file(open_workspace) -> None:
     versions = {_version(i) for i in range(WRITERS)} | {"initial"}
-    async with open_workspace({"maxFileBytes": 2 * SIZE}) as ws:
+    async with open_workspace({"max_file_bytes": 2 * SIZE}) as ws:
         target = ws.root / "shared.txt"
         target.write_text("initial")
         seen: list[str] = []

@@ -97,7 +97,7 @@ def test_the_profile_loader_checks_the_block_with_the_installed_schema(tmp_path:
     directory = _profile(tmp_path, "  workspace:\n    config:\n      maxFileByte: 10\n      shell: yes please\n")
     load = load_profile(directory, "profiles/p", discover())
     messages = [f"{e.path}: {e.message}" for e in load.errors]
-    assert any("extends.workspace.config.maxFileByte" in m and "did you mean 'maxFileBytes'" in m for m in messages)
+    assert any("extends.workspace.config.maxFileByte" in m and "did you mean 'max_file_bytes'" in m for m in messages)
     assert any("extends.workspace.config.shell" in m for m in messages)
 
 
@@ -108,4 +108,4 @@ def test_the_profile_loader_fills_the_defaults(tmp_path: Path) -> None:
     use = load.profile.extension("workspace")
     assert use is not None
     assert use.config["mounts"] == [{"name": "docs", "path": "/srv/docs", "mode": "ro"}]
-    assert (use.config["maxFileBytes"], use.config["shell"], use.config["timeoutMs"]) == (1048576, False, 30000)
+    assert (use.config["max_file_bytes"], use.config["shell"], use.config["timeout_ms"]) == (1048576, False, 30000)

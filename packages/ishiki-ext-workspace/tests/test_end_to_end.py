@@ -32,7 +32,7 @@ def _write_profile(config_dir: Path, docs: Path) -> Path:
         "  workspace:\n"
         "    config:\n"
         f"      mounts: [{{name: docs, path: {json.dumps(str(docs))}}}]\n"
-        "      maxResults: 50\n"
+        "      max_results: 50\n"
     )
     return directory
 

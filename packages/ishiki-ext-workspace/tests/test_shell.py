@@ -52,7 +52,7 @@ async def test_the_environment_is_minimal_and_carries_no_host_secret(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret")
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:secret")
-    async with open_workspace({"shell": True, "shellEnv": {"PROJECT": "demo"}}) as ws:
+    async with open_workspace({"shell": True, "shell_env": {"PROJECT": "demo"}}) as ws:
         result = await ws.ok("shell", command="env")
         names = sorted(line.split("=", 1)[0] for line in result.content.splitlines()[1:])
         assert "secret" not in result.content
@@ -63,12 +63,12 @@ async def test_the_environment_is_minimal_and_carries_no_host_secret(
 
 
 async def test_output_is_capped_keeping_head_and_tail(open_workspace) -> None:
-    async with open_workspace({"shell": True, "maxOutputBytes": 1024}) as ws:
+    async with open_workspace({"shell": True, "max_output_bytes": 1024}) as ws:
         result = await ws.ok("shell", command="echo START; head -c 100000 /dev/zero | tr '\\0' a; echo; echo END")
         assert result.content.startswith("[exit code 0]\nSTART\naaa")
         assert result.content.rstrip().endswith("END")
         assert result.data["omittedBytes"] == 100000 + len("START\n\nEND\n") - 1024
-        assert "of output omitted (maxOutputBytes)" in result.content
+        assert "of output omitted (max_output_bytes)" in result.content
 
 
 async def test_background_processes_do_not_outlive_the_command(open_workspace) -> None:
@@ -83,7 +83,7 @@ async def test_the_deadline_kills_the_whole_process_group(open_workspace, tmp_pa
     fifo = tmp_path / "pids"
     os.mkfifo(fifo)
     clock = FakeClock()
-    config = {"shell": True, "timeoutMs": 5000, "shellEnv": {"FIFO": str(fifo)}}
+    config = {"shell": True, "timeout_ms": 5000, "shell_env": {"FIFO": str(fifo)}}
     command = 'sh -c \'sleep 600 & echo "$$ $!" > "$FIFO"; wait\'; echo never reached'
     async with open_workspace(config, clock=clock) as ws:
         results = []

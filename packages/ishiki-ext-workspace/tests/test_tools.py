@@ -52,13 +52,13 @@ async def test_list_files_glob_is_recursive_and_matches_names_or_paths(open_work
 
 
 async def test_list_files_caps_its_entries(open_workspace) -> None:
-    async with open_workspace({"maxResults": 3}) as ws:
+    async with open_workspace({"max_results": 3}) as ws:
         for i in range(5):
             (ws.root / f"f{i}.txt").write_text("x")
         result = await ws.ok("list_files")
         assert result.data["truncated"] is True
         assert len(result.data["entries"]) == 3
-        assert "more not shown (maxResults=3)" in result.content
+        assert "more not shown (max_results=3)" in result.content
 
 
 async def test_list_files_of_every_mount_and_of_a_file(open_workspace, outside: Path) -> None:
@@ -105,7 +105,7 @@ async def test_a_one_gigabyte_file_is_refused_without_being_read(open_workspace)
             handle.truncate(1024**3)
         result = await ws.refused("read_file", path="huge.bin")
         assert "1,073,741,824 bytes (application/octet-stream)" in result.content
-        assert "maxFileBytes" in result.content
+        assert "max_file_bytes" in result.content
         assert result.data["error"] == "too_large"
         assert "too_large" in (await ws.refused("edit_file", path="huge.bin", old="a", new="b")).content
         search = await ws.ok("search_files", pattern="x")
@@ -115,7 +115,7 @@ async def test_a_one_gigabyte_file_is_refused_without_being_read(open_workspace)
 
 
 async def test_max_file_bytes_bounds_reading(open_workspace) -> None:
-    async with open_workspace({"maxFileBytes": 10}) as ws:
+    async with open_workspace({"max_file_bytes": 10}) as ws:
         (ws.root / "ten.txt").write_text("0123456789")
         (ws.root / "eleven.txt").write_text("0123456789A")
         await ws.ok("read_file", path="ten.txt")
@@ -155,7 +155,7 @@ async def test_write_file_creates_directories_and_replaces_keeping_the_mode(open
 
 
 async def test_write_file_refusals(open_workspace) -> None:
-    async with open_workspace({"maxFileBytes": 100}) as ws:
+    async with open_workspace({"max_file_bytes": 100}) as ws:
         (ws.root / "dir").mkdir()
         (ws.root / "file.txt").write_text("x")
         assert "is a directory" in (await ws.refused("write_file", path="dir", content="x")).content
@@ -238,13 +238,13 @@ async def test_search_files_finds_lines_by_regex(open_workspace) -> None:
 
 
 async def test_search_files_caps_results_and_clips_long_lines(open_workspace) -> None:
-    async with open_workspace({"maxResults": 5}) as ws:
+    async with open_workspace({"max_results": 5}) as ws:
         (ws.root / "many.txt").write_text("hit\n" * 50)
         (ws.root / "wide.txt").write_text("a" * 5000 + "NEEDLE" + "b" * 5000 + "\n")
         capped = await ws.ok("search_files", pattern="hit")
         assert len(capped.data["matches"]) == 5
         assert capped.data["truncated"] is True
-        assert "more matches not shown (maxResults=5)" in capped.content
+        assert "more matches not shown (max_results=5)" in capped.content
         wide = await ws.ok("search_files", pattern="NEEDLE")
         line = wide.data["matches"][0]["text"]
         assert "NEEDLE" in line
@@ -252,7 +252,7 @@ async def test_search_files_caps_results_and_clips_long_lines(open_workspace) ->
 
 
 async def test_a_catastrophic_pattern_is_stopped_at_the_deadline(open_workspace) -> None:
-    async with open_workspace({"timeoutMs": 500}) as ws:
+    async with open_workspace({"timeout_ms": 500}) as ws:
         (ws.root / "a.txt").write_text("first match\n")
         (ws.root / "b.txt").write_text("a" * 40 + "!\n")
         result = await ws.ok("search_files", pattern=r"^(first match|(a|aa)+$)")
@@ -318,12 +318,12 @@ async def test_read_write_mounts_are_written(open_workspace, tmp_path: Path) -> 
 
 
 async def test_listing_and_search_output_is_capped(open_workspace) -> None:
-    async with open_workspace({"maxOutputBytes": 300, "maxResults": 1000}) as ws:
+    async with open_workspace({"max_output_bytes": 300, "max_results": 1000}) as ws:
         for i in range(50):
             (ws.root / f"file-{i:03d}.txt").write_text("match\n")
         listing = await ws.ok("list_files")
         assert len(listing.content.encode()) < 400
-        assert listing.content.endswith("… output cut at 300 bytes (maxOutputBytes); narrow the request")
+        assert listing.content.endswith("… output cut at 300 bytes (max_output_bytes); narrow the request")
         assert len(listing.data["entries"]) == 50
         search = await ws.ok("search_files", pattern="match")
         assert "output cut at 150 bytes" in search.content

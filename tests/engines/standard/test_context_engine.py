@@ -54,7 +54,7 @@ async def runtime(
     tmp_path: Path, config: Mapping[str, Any] | None = None, **harness: Any
 ) -> AsyncIterator[tuple[RuntimeHarness, StandardContext, FunctionModel]]:
     main = harness.pop("model", None) or FunctionModel(lambda request: reply("ok"))
-    engine_config = {"summaryModel": "summary", **(config or {})}
+    engine_config = {"summary_model": "summary", **(config or {})}
     harness.setdefault("models", {"summary": FunctionModel(Summarizer())})
     harness.setdefault("context_window", WINDOW)
     with anyio.fail_after(20):
@@ -280,15 +280,15 @@ async def test_cross_mode_renders_channel_coordinates(tmp_path: Path, inbound: A
 
 
 def test_bad_options_are_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r'context\.standard: unknown option "budget" \(did you mean "budgetRatio"'):
+    with pytest.raises(ConfigError, match=r'context\.standard: unknown option "budget" \(did you mean "budget_ratio"'):
         StandardContextEngine().create(None, {"budget": 0.5})
-    with pytest.raises(ConfigError, match=r"context\.standard\.refillRatio: 2 is invalid"):
-        StandardContextEngine().create(None, {"refillRatio": 2})
+    with pytest.raises(ConfigError, match=r"context\.standard\.refill_ratio: 2 is invalid"):
+        StandardContextEngine().create(None, {"refill_ratio": 2})
     harness = RuntimeHarness(tmp_path, model=FunctionModel(lambda r: reply("ok")))
     with pytest.raises(ConfigError, match=r'profile\.yml: context\.standard\.timezone: unknown time zone "Nowhere/X"'):
         StandardContextEngine().create(harness.context, {"timezone": "Nowhere/X"})
-    with pytest.raises(ConfigError, match=r'context\.standard\.summaryModel: no model "cheap" in models\.yaml'):
-        StandardContextEngine().create(harness.context, {"summaryModel": "cheap"})
+    with pytest.raises(ConfigError, match=r'context\.standard\.summary_model: no model "cheap" in models\.yaml'):
+        StandardContextEngine().create(harness.context, {"summary_model": "cheap"})
 
 
 async def test_a_summary_that_takes_too_long_is_abandoned_and_retried(
@@ -297,7 +297,7 @@ async def test_a_summary_that_takes_too_long_is_abandoned_and_retried(
     summarizer = Summarizer()
     summarizer.gate = anyio.Event()
     models = {"summary": FunctionModel(summarizer)}
-    config = {"summaryTimeoutSeconds": 30}
+    config = {"summary_timeout_seconds": 30}
     async with runtime(tmp_path, config, models=models, clock=fake_clock) as (rt, instance, _):
         number = 0
         while instance.compactor.cut is None:

@@ -88,7 +88,7 @@ async def test_the_judge_reads_the_channel_and_its_verdict_starts_a_turn(
 ) -> None:
     judge = Judge(NOT_FOR_ME, ADDRESSED)
     harness = {"clock": clock, "models": {"cheap": judge.model}}
-    async with wakeup_runtime(tmp_path, answering(), jev({"historyMessages": 3}), **harness) as (rt, engine):
+    async with wakeup_runtime(tmp_path, answering(), jev({"history_messages": 3}), **harness) as (rt, engine):
         await rt.agent.send(inbound("morning", message_id="1", user=("7", "Bob")))
         await settle(rt, engine)
         assert turn_starts(rt) == []
@@ -179,7 +179,7 @@ async def test_a_judge_past_its_deadline_on_the_runtime_clock_means_wait(
 
     judge = Judge(never)
     harness = {"clock": clock, "models": {"cheap": judge.model}}
-    async with wakeup_runtime(tmp_path, answering(), jev({"timeoutMs": 1500}), **harness) as (rt, engine):
+    async with wakeup_runtime(tmp_path, answering(), jev({"timeout_ms": 1500}), **harness) as (rt, engine):
         await rt.agent.send(inbound("hello?", message_id="1"))
         await clock.wait_for_sleepers()
         await clock.advance(1.4)

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 ENGINES: dict[str, Callable[[RuntimeHarness], Any]] = {
     "standard": lambda rt: StandardWakeupEngine().create(rt, {}),
     # A direct message alone reaches p = 1 (the default gain of 52 would wait for a second one).
-    "willingness": lambda rt: WillingnessWakeupEngine().create(rt, {"seed": 7, "isDirectMessage": 100}),
+    "willingness": lambda rt: WillingnessWakeupEngine().create(rt, {"seed": 7, "is_direct_message": 100}),
     "jev": lambda rt: JevWakeupEngine().create(rt, {"model": "judge", "interests": "tea"}),
 }
 NOT_FOR_ME = '{"addressed": 0.0, "interested": 0.0, "others": 1.0}'

@@ -92,7 +92,7 @@ async def test_with_the_defaults_a_first_direct_message_waits_and_is_direct_mess
         await rt.agent.wait_idle()
         assert turn_starts(rt) == []
         assert willingness.score(channel_key("telegram:bot1", "private:42")) == pytest.approx(52)
-    async with wakeup_runtime(tmp_path / "b", answering(), engine({"isDirectMessage": 68}), clock=clock) as (rt, _):
+    async with wakeup_runtime(tmp_path / "b", answering(), engine({"is_direct_message": 68}), clock=clock) as (rt, _):
         await rt.agent.send(dm)
         await rt.agent.wait_idle()
         assert [t["probability"] for t in turn_starts(rt)] == [1]
@@ -200,7 +200,7 @@ async def test_a_corrupt_state_file_is_set_aside_and_scores_start_from_zero(
 async def test_bad_options_are_config_errors_naming_the_key(tmp_path: Path) -> None:
     async with RuntimeHarness(tmp_path, model=answering()) as rt:
         with pytest.raises(ConfigError) as caught:
-            WillingnessWakeupEngine().create(rt.context, {"probabilityThreshold": 100})
-        assert caught.value.path == "wakeup.willingness.probabilityThreshold"
+            WillingnessWakeupEngine().create(rt.context, {"probability_threshold": 100})
+        assert caught.value.path == "wakeup.willingness.probability_threshold"
         with pytest.raises(ConfigError, match="did you mean"):
             WillingnessWakeupEngine().create(rt.context, {"replycost": 3})

@@ -47,6 +47,6 @@ class EchoAPI(ModelAPI):
 
 
 class EchoHttpAPI(EchoAPI):
-    """The same, declaring that it needs ``baseUrl``."""
+    """The same, declaring that it needs ``base_url``."""
 
     needs_base_url: ClassVar[bool] = True

@@ -14,24 +14,24 @@ def test_defaults() -> None:
     assert limits.max_result_bytes == 64 * 1024
 
 
-def test_limits_from_camel_case_config_keys() -> None:
-    limits = Limits.from_mapping({"timeoutMs": 500, "maxToolInputBytes": 10, "maxJobs": 7, "unrelated": True})
+def test_limits_from_the_config_keys() -> None:
+    limits = Limits.from_mapping({"timeout_ms": 500, "max_tool_input_bytes": 10, "max_jobs": 7, "unrelated": True})
     assert (limits.timeout_ms, limits.max_tool_input_bytes, limits.max_jobs) == (500, 10, 7)
     assert limits.memory_limit_bytes == Limits().memory_limit_bytes
     assert LIMIT_KEYS == (
-        "timeoutMs",
-        "memoryLimitBytes",
-        "maxJobs",
-        "maxToolInputBytes",
-        "maxToolOutputBytes",
-        "maxResultBytes",
-        "maxConcurrentToolCalls",
-        "maxToolCalls",
-        "maxLogBytes",
+        "timeout_ms",
+        "memory_limit_bytes",
+        "max_jobs",
+        "max_tool_input_bytes",
+        "max_tool_output_bytes",
+        "max_result_bytes",
+        "max_concurrent_tool_calls",
+        "max_tool_calls",
+        "max_log_bytes",
     )
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, True, "10"])
 def test_a_limit_that_is_not_a_positive_integer_is_refused_by_its_config_key(value: object) -> None:
-    with pytest.raises(ValueError, match=r"codemode limit maxResultBytes must be a positive integer, got"):
-        Limits.from_mapping({"maxResultBytes": value})
+    with pytest.raises(ValueError, match=r"codemode limit max_result_bytes must be a positive integer, got"):
+        Limits.from_mapping({"max_result_bytes": value})

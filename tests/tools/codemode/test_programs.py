@@ -175,7 +175,7 @@ async def test_a_hanging_tool_times_out_the_program_and_is_cancelled() -> None:
 
     result = await run_program("return await tools.hang({});", {"hang": hang}, Limits(timeout_ms=100))
     assert result.error_kind == "timeout"
-    assert result.error == "the program ran out of time (100 ms, timeoutMs)"
+    assert result.error == "the program ran out of time (100 ms, timeout_ms)"
     assert cancelled.is_set()
 
 
@@ -221,10 +221,10 @@ async def test_tool_input_output_and_call_count_limits_reject_the_call() -> None
     result = await run_program(code, {"echo": echo, "big": big}, limits)
     assert result.ok, result.error
     assert result.value == [
-        "tools.echo: input is 211 bytes, more than maxToolInputBytes (100)",
-        "tools.big returned 302 bytes, more than maxToolOutputBytes (200)",
+        "tools.echo: input is 211 bytes, more than max_tool_input_bytes (100)",
+        "tools.big returned 302 bytes, more than max_tool_output_bytes (200)",
         {"text": "ok"},
-        "tools.echo: the program already made 2 tool calls (maxToolCalls)",
+        "tools.echo: the program already made 2 tool calls (max_tool_calls)",
     ]
     assert result.tool_calls == 2
 
@@ -282,7 +282,7 @@ async def test_console_output_is_kept_in_order_and_capped() -> None:
         "line 1",
         "line 2",
         "line 3",
-        "[logs truncated at 64 bytes, maxLogBytes]",
+        "[logs truncated at 64 bytes, max_log_bytes]",
     )
 
 

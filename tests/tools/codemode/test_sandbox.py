@@ -16,7 +16,7 @@ SMALL = Limits(timeout_ms=5_000, memory_limit_bytes=32 << 20)
 async def test_a_busy_loop_is_stopped_at_the_deadline() -> None:
     result = await run_program("while (true) {}", {}, SHORT)
     assert (result.ok, result.error_kind) == (False, "timeout")
-    assert result.error == "the program ran out of time (200 ms, timeoutMs)"
+    assert result.error == "the program ran out of time (200 ms, timeout_ms)"
 
 
 async def test_a_busy_loop_cannot_catch_its_interruption() -> None:
@@ -38,7 +38,7 @@ async def test_a_microtask_loop_in_an_inner_async_function_is_stopped() -> None:
 async def test_a_microtask_loop_is_stopped_by_the_job_cap_before_the_deadline() -> None:
     result = await run_program("while (true) await null;", {}, Limits(timeout_ms=30_000, max_jobs=1_000))
     assert result.error_kind == "jobs"
-    assert "more than 1000 microtasks (maxJobs)" in (result.error or "")
+    assert "more than 1000 microtasks (max_jobs)" in (result.error or "")
     assert result.jobs == 1_001
 
 
@@ -52,7 +52,7 @@ async def test_a_result_is_returned_even_while_a_background_await_loop_spins() -
 async def test_a_one_gigabyte_buffer_hits_the_memory_limit() -> None:
     result = await run_program("const b = new ArrayBuffer(1 << 30);\nreturn b.byteLength;", {}, SMALL)
     assert result.error_kind == "memory"
-    assert result.error == f"the program ran out of memory ({32 << 20} bytes, memoryLimitBytes)"
+    assert result.error == f"the program ran out of memory ({32 << 20} bytes, memory_limit_bytes)"
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ async def test_a_one_gigabyte_buffer_hits_the_memory_limit() -> None:
 async def test_growing_without_bound_hits_the_memory_limit(code: str) -> None:
     result = await run_program(code, {}, SMALL)
     assert result.error_kind == "memory", result.error
-    assert (result.error or "").endswith(f"({32 << 20} bytes, memoryLimitBytes)")
+    assert (result.error or "").endswith(f"({32 << 20} bytes, memory_limit_bytes)")
 
 
 async def test_doubling_a_rope_string_hits_the_engine_length_limit_first() -> None:
@@ -211,7 +211,7 @@ async def test_a_result_larger_than_max_result_bytes_is_refused() -> None:
     result = await run_program("return 'é'.repeat(60);", {}, Limits(timeout_ms=5_000, max_result_bytes=100))
     assert result.error_kind == "result_too_large"
     assert result.error == (
-        "the program's result is 122 bytes, more than maxResultBytes (100); return less: filter or summarize "
+        "the program's result is 122 bytes, more than max_result_bytes (100); return less: filter or summarize "
         "inside the program"
     )
 

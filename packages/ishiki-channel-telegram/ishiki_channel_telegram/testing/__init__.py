@@ -9,6 +9,7 @@ registered by this package's ``pytest11`` entry point.
 
 from ishiki_host.testing import running_connection as running
 
+from ishiki_channel_telegram.testing._drafting import DraftFrame
 from ishiki_channel_telegram.testing.botapi import DEFAULT_TOKEN, FakeBotAPI
 from ishiki_channel_telegram.testing.builders import (
     Call,
@@ -28,6 +29,7 @@ __all__ = [
     "HOOK_PREFIX",
     "PUBLIC_URL",
     "Call",
+    "DraftFrame",
     "FakeBotAPI",
     "FakeFile",
     "Fault",

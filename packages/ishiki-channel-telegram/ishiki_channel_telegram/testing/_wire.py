@@ -11,14 +11,14 @@ from ishiki_channel_telegram.testing._http import Reply
 __all__ = ["ApiError", "error_reply", "normalise"]
 
 JSON_FIELDS = ("allowed_updates", "reply_parameters", "entities", "caption_entities", "link_preview_options")
-INT_FIELDS = ("offset", "limit", "timeout", "chat_id", "reply_to_message_id")
+INT_FIELDS = ("offset", "limit", "timeout", "chat_id", "reply_to_message_id", "message_id", "draft_id")
 
 
 class ApiError(Exception):
-    """A Bot API refusal: its HTTP status and Telegram's description."""
+    """A Bot API refusal: its HTTP status, Telegram's description and, for a 429, the ``retry_after`` asked."""
 
-    def __init__(self, status: int, description: str):
-        self.status, self.description = status, description
+    def __init__(self, status: int, description: str, retry_after: int | None = None):
+        self.status, self.description, self.retry_after = status, description, retry_after
 
 
 def error_reply(status: int, description: str, retry_after: int | None = None) -> Reply:

@@ -6,12 +6,14 @@ are queued, else a wait of up to ``timeout`` that ends as soon as one is pushed;
 one with 409, as Telegram does), ``sendMessage`` with the real limits and error wording (4,096 UTF-16 units
 after HTML parsing, ``can't parse entities``, ``message is too long``, ``message to be replied not found``,
 ``chat not found``), ``sendChatAction``, ``getFile`` and the file URL (20 MB limit), ``sendPhoto`` and
-``sendDocument`` (multipart), and the webhook: ``setWebhook``, ``deleteWebhook``, ``getWebhookInfo``, with
-delivery to the webhook over real HTTP when the test calls ``deliver()`` (``_webhook``).
+``sendDocument`` (multipart), ``sendMessageDraft``, ``editMessageText`` and ``deleteMessage`` (``_drafting``:
+drafts can be refused as an older server would, edits rate-limited), and the webhook: ``setWebhook``,
+``deleteWebhook``, ``getWebhookInfo``, with delivery to the webhook over real HTTP when the test calls
+``deliver()`` (``_webhook``).
 
 Faults: a wrong token gets 401 (404 when it is not even shaped like one); a webhook set makes ``getUpdates``
-answer 409, as Telegram does; ``fail(method, Fault...)`` queues errors, 429s with ``retry_after`` and dropped
-connections; ``offline = True`` drops every request, the long poll in progress too.
+answer 409, as Telegram does; ``fail(method, Fault...)`` queues errors, 429s with ``retry_after``, dropped
+connections and requests never answered; ``offline = True`` drops every request, the long poll in progress too.
 
 Update ids: ``renumber(next_id)`` starts a new numbering, as Telegram does after a week without updates (the
 next id is chosen at random and may be below every id before); an ``offset`` from the old numbering then
@@ -19,7 +21,8 @@ confirms none of the new updates, so a bot that skips ids below its offset gets 
 A text holding a lone UTF-16 surrogate (half an emoji) goes out as its ``\\uXXXX`` escape, as the Bot API's
 JSON does.
 
-Records: every call (``calls``), every message sent (``sent``), every typing action (``actions``), every
+Records: every call (``calls``), every message sent (``sent``), every draft frame (``drafts``), edit
+(``edits``) and deletion (``deleted``), every typing action (``actions``), every
 download (``downloads``); ``errors`` lists the fake's own crashes. ``redeliver(update)`` puts confirmed updates
 back, as if the confirmation never reached Telegram. Waits inside tests go through
 ``until(predicate)``, which wakes on every change, never on a timer.
@@ -36,8 +39,8 @@ from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 
+from ishiki_channel_telegram.testing._drafting import Drafting
 from ishiki_channel_telegram.testing._http import Reply, Request, serve_http
-from ishiki_channel_telegram.testing._sending import Sending
 from ishiki_channel_telegram.testing._webhook import Webhooks
 from ishiki_channel_telegram.testing._wire import ApiError, error_reply, normalise
 from ishiki_channel_telegram.testing.builders import Call, Fault, SentMessage
@@ -69,7 +72,7 @@ class _Waiter:
         self.dropped = False
 
 
-class FakeBotAPI(Sending, Webhooks):
+class FakeBotAPI(Drafting, Webhooks):
     """The fake server (see the module docstring). ``clock`` dates messages (default: the system clock)."""
 
     def __init__(
@@ -92,6 +95,7 @@ class FakeBotAPI(Sending, Webhooks):
         self.errors: list[str] = []
         self.blocked_chats: set[int] = set()
         self._init_webhooks()
+        self._init_drafting(clock.now if clock else time.time)
         self._offline = False
         self.confirmed = 0
         self.port = 0
@@ -111,6 +115,7 @@ class FakeBotAPI(Sending, Webhooks):
             "setWebhook": self._set_webhook,
             "deleteWebhook": self._delete_webhook,
             "getWebhookInfo": self._get_webhook_info,
+            **self._draft_methods(),
         }
 
     @property
@@ -221,6 +226,9 @@ class FakeBotAPI(Sending, Webhooks):
         fault = self._faults[method].popleft() if self._faults.get(method) else None
         if fault is not None:
             self.calls.append(Call(method, params, uploads, ok=False))
+            if fault.hang:
+                self._notify()
+                await anyio.sleep_forever()
             return None if fault.drop else error_reply(fault.status, fault.description, fault.retry_after)
         handler = self._methods.get(method)
         if handler is None:
@@ -235,7 +243,7 @@ class FakeBotAPI(Sending, Webhooks):
             return None
         except ApiError as exc:
             self.calls.append(Call(method, params, uploads, ok=False))
-            return error_reply(exc.status, exc.description)
+            return error_reply(exc.status, exc.description, exc.retry_after)
         self.calls.append(Call(method, params, uploads))
         return Reply.of_json({"ok": True, "result": result})
 

@@ -59,14 +59,16 @@ def entity(text: str, part: str, kind: str, *, occurrence: int = 0, **fields: An
 class Fault:
     """An answer the fake gives instead of the real one, once.
 
-    ``drop``: close the connection without answering (a network cut). Otherwise an error envelope with
-    ``status`` and ``description`` (and ``parameters.retry_after`` when given), Telegram's shape.
+    ``drop``: close the connection without answering (a network cut); ``hang``: never answer (a server that
+    hangs, until the fake stops). Otherwise an error envelope with ``status`` and ``description`` (and
+    ``parameters.retry_after`` when given), Telegram's shape.
     """
 
     status: int = 500
     description: str = "Internal Server Error"
     retry_after: int | None = None
     drop: bool = False
+    hang: bool = False
 
     @classmethod
     def rate_limited(cls, retry_after: int) -> Fault:
@@ -84,6 +86,11 @@ class Fault:
     def cut(cls) -> Fault:
         """The connection closes with no answer."""
         return cls(drop=True)
+
+    @classmethod
+    def hanging(cls) -> Fault:
+        """The request is never answered."""
+        return cls(hang=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,8 @@
 - ``telegram_server``: a running ``FakeBotAPI``; the test fails if the fake itself crashed.
 - ``telegram_host``: a ``RecordingHost`` on the ``fake_clock``, with its state under ``tmp_path``.
 - ``telegram_connection``: a factory ``(**account keys) -> TelegramConnection`` aimed at the fake server, with
-  a seeded random source for back-off jitter.
+  a seeded random source for back-off jitter (made as ``create`` makes it: one that shows drafts unless
+  ``drafts="off"``).
 - ``telegram_ingress``: the host's real HTTP server on a loopback port (``ishiki_host.testing.serve_http``)
   with ``http.public_url`` ``PUBLIC_URL``, to which ``telegram_server`` delivers webhooks (its ``proxy``: the
   reverse proxy in front of a real bot).
@@ -66,10 +67,10 @@ def telegram_connection(telegram_server: FakeBotAPI, telegram_host: RecordingHos
     """Make a connection to ``telegram_server`` for ``telegram_host``; keyword arguments are account keys
     (``host=`` and ``rng=`` replace the host and the random source)."""
     from ishiki_channel_telegram.config import TelegramAccount
-    from ishiki_channel_telegram.connection import TelegramConnection
+    from ishiki_channel_telegram.connection import make_connection
 
     def make(*, host: RecordingHost | None = None, rng: random.Random | None = None, **keys: Any) -> TelegramConnection:
         account = TelegramAccount.from_config({"token": telegram_server.token, "api_base": telegram_server.url, **keys})
-        return TelegramConnection(host or telegram_host, account, rng=rng or random.Random(1234))
+        return make_connection(host or telegram_host, account, rng=rng or random.Random(1234))
 
     return make

@@ -1,8 +1,9 @@
 """Sending through the Graph API: text split at WhatsApp's limit, read receipts with the typing indicator, and
 images and documents uploaded then sent by media id.
 
-A text is split with ``split_message(text, 4096, measure=utf16_len)``: Meta says "4,096 characters" without
-saying which; UTF-16 units are the stricter count (an emoji is two), so every part fits either way. The first
+A text is rendered from Markdown to WhatsApp's marks (``*bold*``, lists, code blocks: ``formatting``) and cut
+into parts of 4,096 UTF-16 units, marks included: Meta says "4,096 characters" without saying which; UTF-16
+units are the stricter count (an emoji is two), so every part fits either way. The first
 part replies to ``reply_to`` (``context.message_id``). Each call is retried with back-off (the host's clock,
 the account's random source) through rate limits (130429, 131056...), 5xx and cut connections, at most
 ``send_tries`` times; a cut after Meta took the request may then deliver a part twice, which is rarer and
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ishiki_host import Backoff, SendResult, parse_channel_id, split_message, utf16_len
+from ishiki_host import Backoff, SendResult, parse_channel_id, utf16_len
 from ishiki_host.errors import EventInvalid
 
 from ishiki_channel_whatsapp.errors import (
@@ -31,6 +32,7 @@ from ishiki_channel_whatsapp.errors import (
     WhatsAppUnavailable,
     WhatsAppWindowClosed,
 )
+from ishiki_channel_whatsapp.formatting import render_parts
 
 if TYPE_CHECKING:
     import logging
@@ -103,7 +105,7 @@ class Sender:
             recipient = recipient_of(channel_id)
         except EventInvalid as exc:
             return self._failed(SendResult(error=str(exc)))
-        parts = split_message(text, MESSAGE_LIMIT, measure=utf16_len)
+        parts = render_parts(text, MESSAGE_LIMIT, utf16_len)
         if not parts:
             return self._failed(SendResult(error="nothing to send: the text is empty"))
         ids: list[str] = []

@@ -12,7 +12,8 @@ and the stand-in ``FakeWebClient`` (``testing``):
 - ``life``: one life of the device (pairing, connecting, reconnecting, logged out);
 - ``wire``: neonize's events read into typed records; ``jids``: WhatsApp addresses and the host's ids;
 - ``shaping``, ``media``, ``intake``: messages into ``IshikiEvent``s, lazy attachments, exactly-once intake;
-- ``outbound``, ``render``: sending, WhatsApp's text marks; ``pairing``: the QR code and pairing code shown;
+- ``outbound``: sending (text in WhatsApp's marks: ``ishiki_channel_whatsapp.formatting``); ``pairing``: the QR
+  code and pairing code shown;
 - ``session``: the session files in the state directory; ``recent``: own ids and quotable messages.
 
 Nothing is imported here, so ``import ishiki_channel_whatsapp.web.config`` stays light.

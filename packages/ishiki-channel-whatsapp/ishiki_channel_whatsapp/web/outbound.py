@@ -1,7 +1,8 @@
 """Sending through the linked device: text split and rendered, replies that quote, files, typing.
 
-A text is rendered to WhatsApp's marks (``render``) and split with ``split_message(text, 4096)`` (WhatsApp takes
-far longer texts, but folds them behind "Read more" past a few thousand characters); the first part replies to
+A text is rendered from Markdown to WhatsApp's marks and cut into parts of 4,096 characters, marks included
+(``formatting.render_parts``; WhatsApp takes far longer texts, but folds them behind "Read more" past a few
+thousand characters); the first part replies to
 ``reply_to`` when that message is a recent one (a reply must carry the quoted message's sender and text, which
 only the recent inbound messages tell; an older one is answered without the quote). Files go as image (JPEG,
 PNG), video (MP4), audio (``audio/*``; its caption follows as a text) or document (anything else, or an image
@@ -16,13 +17,13 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ishiki_host import SendResult, split_message
+from ishiki_host import SendResult
 from ishiki_host.errors import EventInvalid
 
+from ishiki_channel_whatsapp.formatting import render_parts, render_whatsapp
 from ishiki_channel_whatsapp.web.client import MediaKind, OutgoingMedia
 from ishiki_channel_whatsapp.web.errors import WhatsAppWebError
 from ishiki_channel_whatsapp.web.jids import chat_jid
-from ishiki_channel_whatsapp.web.render import render_whatsapp
 
 if TYPE_CHECKING:
     from ishiki_host import OutboundFile
@@ -73,7 +74,7 @@ class Sender:
             chat = str(chat_jid(channel_id))
         except EventInvalid as exc:
             return SendResult(error=str(exc))
-        parts = split_message(render_whatsapp(text), MESSAGE_LIMIT)
+        parts = render_parts(text, MESSAGE_LIMIT)
         quote = self._quotes.get(reply_to)
         ids: list[str] = []
         for index, part in enumerate(parts):

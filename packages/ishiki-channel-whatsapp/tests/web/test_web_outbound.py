@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from ishiki_host import Blob, OutboundFile
 
+from ishiki_channel_whatsapp.formatting import render_whatsapp
 from ishiki_channel_whatsapp.web.errors import WhatsAppWebError
 from ishiki_channel_whatsapp.web.outbound import media_kind
-from ishiki_channel_whatsapp.web.render import render_whatsapp
 from ishiki_channel_whatsapp.web.testing import text
 
 pytestmark = pytest.mark.anyio
@@ -45,7 +45,7 @@ async def test_a_channel_that_is_no_whatsapp_chat(running_web, device, channel):
 async def test_markdown_becomes_whatsapps_marks(running_web, device):
     async with running_web() as connection:
         await connection.send("private:491700000001", "## Plan\n**Tomorrow** ~~maybe~~ see [docs](https://x.io)")
-        assert device.sent[0].text == "*Plan*\n*Tomorrow* ~maybe~ see docs (https://x.io)"
+        assert device.sent[0].text == "*Plan*\n\n*Tomorrow* ~maybe~ see docs (https://x.io)"  # a heading is a block
 
 
 async def test_a_long_text_is_split_and_only_the_first_part_quotes(running_web, device, channel_host, incoming):
@@ -150,11 +150,11 @@ async def test_typing(running_web, device):
     ("markdown", "whatsapp"),
     [
         ("**bold** and __bold__", "*bold* and *bold*"),
-        ("# Title\ntext", "*Title*\ntext"),
+        ("# Title\ntext", "*Title*\n\ntext"),
         ("~~gone~~", "~gone~"),
         ("[https://a.io](https://a.io)", "https://a.io"),
-        ("* item\n* item", "* item\n* item"),
-        ("`**kept**` and\n```\n**kept too**\n```", "`**kept**` and\n```\n**kept too**\n```"),
+        ("* item\n* item", "• item\n• item"),
+        ("`**kept**` and\n```\n**kept too**\n```", "`**kept**` and\n\n```\n**kept too**\n```"),
         ("an _italic_ word", "an _italic_ word"),
     ],
 )

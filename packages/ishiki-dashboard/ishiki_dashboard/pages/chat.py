@@ -11,8 +11,11 @@
 - ``/chat/stream?account=<id>``: server-sent events of the chat as HTML fragments: the person's words (the
   echo), the typing indicator, each message the host sends, each tool call with its result, the turn's end.
 
-The reply appears as the host sends it, message by message: the model's tokens are not streamed into a
-channel (yet).
+The reply appears as the model writes it: each ``draft`` of the web channel is an ``upsert`` event, a fragment
+keyed by the draft's id (``data-key``) that the page puts in place of the element with that key, or appends;
+the final message is an ``upsert`` of the same key (the draft becomes the message, once). A draft taken back
+because the step called tools is a ``remove`` event (its data is the key); one cut short by a failed or
+aborted turn stays as it was, followed by a note saying so.
 """
 
 from __future__ import annotations
@@ -176,7 +179,7 @@ class _Chat:
                 async for event in subscription:
                     if event.kind != "typing" or not typing:
                         yield render_event(event)
-                    typing = event.kind == "typing" or (typing and event.kind == "tool")
+                    typing = event.kind == "typing" or (typing and event.kind in ("tool", "draft"))
             finally:
                 subscription.close()
 
@@ -235,8 +238,21 @@ class _TurnFollower:
 
 
 def render_event(event: ChatEvent) -> str:
-    """One chat event as a server-sent event whose data is an HTML fragment (appended to the chat)."""
+    """One chat event as a server-sent event whose data is an HTML fragment (appended to the chat), or, for a
+    draft and the message that finishes it, an ``upsert`` keyed by the draft (``remove`` when taken back)."""
+    if event.kind == "undraft" and event.text == "tools":
+        return sse_event(event.detail, event="remove", id=str(event.seq))
+    if event.kind == "draft" or (event.kind == "sent" and event.detail):
+        return sse_event(_draft_fragment(event), event="upsert", id=str(event.seq))
     return sse_event(_fragment(event), id=str(event.seq))
+
+
+def _draft_fragment(event: ChatEvent) -> str:
+    """A draft being written, or the message it became (same key: it takes the draft's place)."""
+    text = esc(event.text).replace("\n", "<br>")
+    kind = "msg-persona msg-draft" if event.kind == "draft" else "msg-persona"
+    key = esc(event.detail)
+    return f'<div class="msg {kind}" data-key="{key}" data-seq="{event.seq}"><p>{text}</p></div>'
 
 
 def _fragment(event: ChatEvent) -> str:
@@ -257,6 +273,9 @@ def _fragment(event: ChatEvent) -> str:
         return f'<p class="msg msg-typing" data-seq="{event.seq}">writing…</p>'
     if event.kind == "done":
         return f'<p class="msg msg-done" data-seq="{event.seq}">turn ended: {text}</p>'
+    if event.kind == "undraft":
+        how = "the turn failed" if event.text == "failed" else "the turn was stopped"
+        return f'<p class="msg msg-note" data-seq="{event.seq}">the reply above was cut short: {how}</p>'
     if event.kind == "failed":
         return f'<div class="msg msg-error" data-seq="{event.seq}">{badge("failed")} {text}</div>'
     return f'<p class="msg msg-note" data-seq="{event.seq}">{text}</p>'

@@ -127,12 +127,27 @@
     const source = new EventSource(element.getAttribute("data-sse"));
     const max = parseInt(element.getAttribute("data-sse-max") || "0", 10);
     const stick = () => element.scrollHeight - element.scrollTop - element.clientHeight < 40;
-    source.onmessage = (event) => {
+    const keyed = (key) => element.querySelector(`[data-key="${CSS.escape(key)}"]`);
+    const add = (content, key) => {
       const atBottom = stick();
-      element.appendChild(fragment(event.data));
+      const old = key ? keyed(key) : null;
+      if (old) old.replaceWith(content);
+      else element.appendChild(content);
       while (max > 0 && element.children.length > max) element.removeChild(element.firstElementChild);
       if (atBottom) element.scrollTop = element.scrollHeight;
     };
+    source.onmessage = (event) => add(fragment(event.data), null);
+    // A reply being written: each draft takes the place of the element of the same key, and so does the
+    // message it becomes; a draft taken back (the model called tools) is removed.
+    source.addEventListener("upsert", (event) => {
+      const content = fragment(event.data);
+      const first = content.firstElementChild;
+      add(content, first ? first.getAttribute("data-key") : null);
+    });
+    source.addEventListener("remove", (event) => {
+      const old = keyed(event.data);
+      if (old) old.remove();
+    });
     source.addEventListener("replace", (event) => {
       element.replaceChildren(fragment(event.data));
     });

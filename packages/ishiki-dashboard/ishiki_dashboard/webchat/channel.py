@@ -8,6 +8,12 @@ A person's words come in through the hub (``WebHub.say``) and go into the host a
 owner); what the host sends, and its typing indicator, go out to the followers of that chat in the hub. A
 send never waits for a browser: a tab that reads too slowly loses its oldest events (``WebHub``).
 
+It is a ``DraftingConnection``: a reply the model is still writing goes out as ``draft`` events (the text so
+far, under the draft's id), then either the final message (``sent``, naming the draft it replaces) or an
+``undraft`` (the step called tools, or the turn failed or was aborted). Publishing never waits, so the drafts
+come as fast as the model writes; a tab that cannot keep up loses the oldest, and the newest draft carries
+the whole text anyway.
+
 The dashboard's user is the host's operator, so a failed turn's reason (``show_failure``) is shown in the chat.
 """
 
@@ -25,7 +31,7 @@ from ishiki_dashboard.webchat.hub import WEB_HUB, WebHub
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
-    from ishiki_host import ChannelHost, Delivery, OutboundFile, PluginConfig
+    from ishiki_host import ChannelHost, Delivery, Draft, DraftEnd, OutboundFile, PluginConfig
 
 __all__ = ["PLATFORM", "WebChannel", "WebConnection"]
 
@@ -91,9 +97,25 @@ class WebConnection:
     async def send(self, channel_id: str, text: str, *, reply_to: str | None = None) -> SendResult:
         """Publish each part of ``text`` to the chat's followers (a tab that is not open misses it: the
         conversation page shows the fact log)."""
+        return self._publish_parts(channel_id, text, "")
+
+    async def show_draft(self, channel_id: str, draft: Draft) -> None:
+        """Publish the reply written so far (a tab shows it in place of the previous draft)."""
+        self.hub.publish(self._self_id, channel_id, "draft", draft.text, ts=self.now(), detail=draft.id)
+
+    async def finish_draft(self, channel_id: str, draft: Draft, text: str) -> SendResult:
+        """Publish the final message; its first part replaces the draft in the tabs."""
+        return self._publish_parts(channel_id, text, draft.id)
+
+    async def drop_draft(self, channel_id: str, draft: Draft, why: DraftEnd) -> None:
+        """Tell the tabs the draft will not become a message (``why``)."""
+        self.hub.publish(self._self_id, channel_id, "undraft", why, ts=self.now(), detail=draft.id)
+
+    def _publish_parts(self, channel_id: str, text: str, draft_id: str) -> SendResult:
         ids = []
-        for part in split_message(text, _PART_LIMIT):
-            event = self.hub.publish(self._self_id, channel_id, "sent", part, ts=self.now())
+        for index, part in enumerate(split_message(text, _PART_LIMIT)):
+            detail = draft_id if index == 0 else ""
+            event = self.hub.publish(self._self_id, channel_id, "sent", part, ts=self.now(), detail=detail)
             ids.append(f"web-{event.seq}")
         return SendResult(tuple(ids))
 

@@ -5,8 +5,9 @@ meet in the host's shared objects under ``WEB_HUB`` (``ChannelHost.shared`` on t
 ``HostPluginContext.services`` on the dashboard's). Each running ``web`` account attaches itself (``attach``)
 while its connection runs; the chat page lists the accounts, says a person's words into one (``say``: the
 connection dispatches them into the host as an inbound message from ``web:<user>``), and follows a chat
-(``subscribe``). Everything that happens in a chat, the sender's own words, the typing indicator, each message
-the host sends, the tool calls of a turn and its end, is a ``ChatEvent`` published to the chat's subscribers.
+(``subscribe``). Everything that happens in a chat, the sender's own words, the typing indicator, the reply
+as the model writes it (its draft), each message the host sends, the tool calls of a turn and its end, is a
+``ChatEvent`` published to the chat's subscribers.
 
 A subscriber (a browser tab) has a bounded queue: ``publish`` never blocks, and when a tab reads too slowly
 its oldest events are dropped and the next read starts with a ``dropped`` note saying how many, so the host's
@@ -42,10 +43,13 @@ __all__ = [
 DEFAULT_QUEUE = 256
 """How many events a subscriber's queue holds before its oldest are dropped."""
 
-ChatEventKind = Literal["said", "typing", "sent", "file", "tool", "done", "failed", "dropped"]
-"""``said``: the person's words (the echo); ``typing``; ``sent``: one message part the host sent; ``file``: a
-file it sent (its name); ``tool``: a tool call of the turn and its result; ``done``: the turn ended (``text``
-is how); ``failed``: why a turn failed (for the operator); ``dropped``: events this subscriber missed."""
+ChatEventKind = Literal["said", "typing", "draft", "undraft", "sent", "file", "tool", "done", "failed", "dropped"]
+"""``said``: the person's words (the echo); ``typing``; ``draft``: the reply written so far (``detail`` is the
+draft's id; each one replaces the last); ``undraft``: the draft will not become a message (``text`` says why:
+``tools``, ``failed``, ``aborted``); ``sent``: one message part the host sent (``detail``, on the first part of
+a finished draft, is the draft it replaces); ``file``: a file it sent (its name); ``tool``: a tool call of the
+turn and its result; ``done``: the turn ended (``text`` is how); ``failed``: why a turn failed (for the
+operator); ``dropped``: events this subscriber missed."""
 
 
 def chat_of(user: str) -> str:
@@ -56,7 +60,8 @@ def chat_of(user: str) -> str:
 @dataclass(frozen=True, slots=True)
 class ChatEvent:
     """One thing that happened in a web chat. ``seq`` counts the hub's events (1, 2, ...); ``sender`` is the
-    user id for ``said``, ``None`` for what the host did; ``detail`` is a tool call's arguments and result."""
+    user id for ``said``, ``None`` for what the host did; ``detail`` is a tool call's arguments and result, or the
+    id of the draft a ``draft``, ``undraft`` or ``sent`` event belongs to."""
 
     seq: int
     kind: ChatEventKind

@@ -200,8 +200,8 @@ def write_host_config(root: Path, model_url: str, *, token: str = TOKEN) -> Path
         "providers": {
             "fake": {
                 "api": "openai-completions",
-                "baseUrl": model_url,
-                "models": [{"id": "fake-model", "contextWindow": 32768, "toolCall": True}],
+                "base_url": model_url,
+                "models": [{"id": "fake-model", "context_window": 32768, "tool_call": True}],
             }
         },
         "groups": {"default": {"models": ["fake:fake-model"]}},

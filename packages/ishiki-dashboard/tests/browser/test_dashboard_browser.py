@@ -79,6 +79,9 @@ def test_a_chat_in_the_web_chat_gets_the_streamed_reply(
     say(signed_in, harness, "hello from the browser")
     expect(signed_in.locator("#chat")).to_contain_text("hello from the browser")
     assert len(harness.model.requests) > before
+    # The reply was drafted as the model wrote it; the final message took the draft's place: one, no draft left.
+    expect(signed_in.locator("#chat .msg-draft")).to_have_count(0)
+    expect(signed_in.locator("#chat .msg-persona", has_text=harness.reply)).to_have_count(1)
     screenshots.take(signed_in, "chat-answered")
 
 
