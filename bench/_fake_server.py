@@ -1,7 +1,8 @@
 """The fake OpenAI-compatible server in a process of its own, for benchmarks of the whole host.
 
 Its own process keeps the server's work off the host's core and GIL, as a real model server would be. Every
-call is answered with a ``send_message("ok")`` tool call, after ``latency`` seconds.
+call is answered with a ``send_message("ok")`` tool call, after ``latency`` seconds; or, given ``text``, with that
+text, streamed one piece every ``chunk_delay`` seconds when the call asks for a stream.
 """
 
 from __future__ import annotations
@@ -11,21 +12,24 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+SEND_OK = 'Reply(tool_calls=(ScriptedCall("send_message", {"messages": ["ok"]}),))'
 SERVER = """
 import sys
 from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall
 with FakeOpenAIServer() as server:
-    server.default = Reply(tool_calls=(ScriptedCall("send_message", {{"messages": ["ok"]}}),))
+    server.default = {reply}
     server.latency = {latency}
+    server.chunk_delay = {chunk_delay}
     print(server.base_url, flush=True)
     sys.stdin.read()
 """
 
 
 @contextmanager
-def fake_model_process(latency: float = 0.0) -> Iterator[str]:
+def fake_model_process(latency: float = 0.0, *, text: str | None = None, chunk_delay: float = 0.0) -> Iterator[str]:
     """Run the server until the block ends; yields its base URL."""
-    script = SERVER.format(latency=latency)
+    reply = SEND_OK if text is None else f"Reply({text!r})"
+    script = SERVER.format(reply=reply, latency=latency, chunk_delay=chunk_delay)
     proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -1,7 +1,7 @@
 """How soon a person sees the reply being written: the time from a message to the first character of the reply
 on screen, as a ratio to the model's own first-token time measured in the same run.
 
-The model is the fake OpenAI-compatible server in a process of its own (``bench/_fake_server.py``'s way),
+The model is the fake OpenAI-compatible server in a process of its own (``bench/_fake_server.py``),
 answering every call with a 60-word text after a first-token time of 300 ms (``--first-token``), then one word
 every 20 ms (``--word``), so the whole answer takes about 1.5 s: a reply that is only shown once it is complete
 would come at about 5x the first-token time.
@@ -22,7 +22,6 @@ Each run measures the baseline and the host back to back (paired); 3 runs (``--q
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -34,11 +33,11 @@ import sys
 import tempfile
 import termios
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import httpx
+from _fake_server import fake_model_process, models_yaml
 from _report import Bench, run
 from ishiki_channel_telegram.testing import FakeBotAPI, private_chat, user
 
@@ -47,41 +46,9 @@ from ishiki_host.testing.host import TestHost, profile_yaml, write_config
 
 WORDS = 60
 TEXT = " ".join(f"word{i}" for i in range(WORDS)) + "."
-SERVER = """
-import sys
-from ishiki_host.testing import FakeOpenAIServer, Reply
-with FakeOpenAIServer() as server:
-    server.default = Reply({text!r})
-    server.latency = {first_token}
-    server.chunk_delay = {word}
-    print(server.base_url, flush=True)
-    sys.stdin.read()
-"""
 FIRST_TOKEN, WORD = 0.3, 0.02
 CPR = "\x1b[6n"  # a cursor position request
 READ_CAP = 60.0  # a safety net only: a run that takes this long is reported as timed out
-
-
-@contextlib.contextmanager
-def model_server(first_token: float, word: float) -> Iterator[str]:
-    """The streaming fake in its own process until the block ends; yields its base URL."""
-    script = SERVER.format(text=TEXT, first_token=first_token, word=word)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().strip()
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(10)
-
-
-def models_yaml(base_url: str) -> str:
-    """The fake server's one model as the group ``default``."""
-    return (
-        f"providers:\n  fake:\n    api: openai-completions\n    base_url: {base_url}\n"
-        "    models: [{id: fake-model}]\ngroups:\n  default:\n    models: [fake:fake-model]\n"
-    )
 
 
 async def first_token(base_url: str) -> float:
@@ -106,7 +73,7 @@ async def telegram_first_visible(base_url: str, root: Path, drafts: str) -> floa
         account = f"{{token: '{bot.token}', api_base: '{bot.url}', poll_timeout: 30, drafts: '{drafts}'}}"
         host = f"channels:\n  telegram:\n    accounts: [{account}]\n"
         profile = profile_yaml(f"telegram:{bot_id}: ['*']")
-        config = write_config(root, profiles={"ana": profile}, models=models_yaml(base_url), host=host)
+        config = write_config(root, profiles={"ana": profile}, models=models_yaml(base_url, 4), host=host)
         async with TestHost(config, clock=SystemClock()):
             await bot.until(lambda: bot.polling, deadline=READ_CAP)
             start = time.perf_counter()
@@ -122,7 +89,7 @@ def console_first_visible(base_url: str, root: Path) -> float:
     """Seconds from a line typed on the console's terminal to the first character of the reply on it."""
     # ``ishiki run`` has only the installed engines (profile_yaml's are the test harness's).
     profile = "model: default\nchannels:\n  console:local: ['*']\nsession: {summarizer: 'off'}\n"
-    config = write_config(root, profiles={"ana": profile}, models=models_yaml(base_url), host="channels: {}\n")
+    config = write_config(root, profiles={"ana": profile}, models=models_yaml(base_url, 4), host="channels: {}\n")
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))  # a pty starts 0 x 0
     ishiki = Path(sys.executable).with_name("ishiki")
@@ -161,7 +128,8 @@ def measure(bench: Bench) -> None:
     """Paired runs of the model's first token against the first character the host shows."""
     runs = bench.runs(quick=3, full=7)
     model, telegram, telegram_final, console = [], [], [], []
-    with model_server(FIRST_TOKEN, WORD) as base_url, tempfile.TemporaryDirectory() as scratch:
+    server = fake_model_process(FIRST_TOKEN, text=TEXT, chunk_delay=WORD)
+    with server as base_url, tempfile.TemporaryDirectory() as scratch:
         for index in range(runs):
             model.append(anyio.run(first_token, base_url))
             root = Path(scratch, str(index))

@@ -6,7 +6,8 @@ engine, an extension, a model API or a host plugin needs nothing else: the plugi
 ``Reminders``), the channel contract (``ChannelHost``, ``IshikiEvent``, ``SendResult``, ``split_message``), the
 host-plugin contract (``HostPluginContext``, ``HostPluginInstance``, ``ProfileStatus``), the HTTP ingress a
 webhook channel or a host plugin serves on (``HttpMount``, ``HttpRequest``, ``HttpResponse``, ``HttpStream``,
-``sse_event``), the agent core (messages, models, tools, hooks, the fact log), resources, the model-API helpers
+``sse_event``), the model's Markdown as marked text for a channel's renderer (``parse_markdown``, ``Marked``,
+``cut_marked``), the agent core (messages, models, tools, hooks, the fact log), resources, the model-API helpers
 and the config loaders. Test helpers are ``ishiki_host.testing``; errors are ``ishiki_host.errors``. ``__all__``
 is exact and sorted, and every name's ``__module__`` is ``ishiki_host`` (tests keep both so); see
 ``docs/plugins.md``.
@@ -36,6 +37,8 @@ from ishiki_host.channels.base import (
 )
 from ishiki_host.channels.events import Attachment, EventKind, IshikiEvent, Quote, User
 from ishiki_host.channels.inbound import is_inbound, source_target
+from ishiki_host.channels.layout import cut_marked
+from ishiki_host.channels.markup import Mark, MarkdownStyle, Marked, MarkKind, parse_markdown
 from ishiki_host.channels.split import split_message, utf16_len
 from ishiki_host.config.envvars import expand_vars
 from ishiki_host.config.jsonio import parse_json
@@ -203,6 +206,10 @@ __all__ = [
     "LanguageModel",
     "LogLine",
     "LogTail",
+    "Mark",
+    "MarkKind",
+    "MarkdownStyle",
+    "Marked",
     "Memory",
     "MemoryDraft",
     "MemoryHit",
@@ -294,6 +301,7 @@ __all__ = [
     "classify_transport",
     "compatible_api",
     "content_level",
+    "cut_marked",
     "did_you_mean",
     "errors",
     "estimate_tokens",
@@ -309,6 +317,7 @@ __all__ = [
     "normalize_keys",
     "parse_channel_id",
     "parse_json",
+    "parse_markdown",
     "parse_resource_url",
     "parse_sid",
     "parse_yaml",

@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Measure", "split_message", "utf16_len"]
+__all__ = ["Measure", "cluster_cut", "split_message", "utf16_len"]
 
 Measure = Callable[[str], int]
 
@@ -61,8 +61,19 @@ def _fences(text: str) -> list[_Fence]:
     return fences
 
 
+def cluster_cut(text: str, floor: int, cut: int) -> int:
+    """The nearest cut at or before ``cut`` (and after ``floor``) that keeps ``text``'s grapheme clusters whole;
+    ``cut`` itself when none does (a cluster longer than the room left)."""
+    safe = cut
+    while safe > floor + 1 and not _cluster_boundary(text, safe):
+        safe -= 1
+    return safe if _cluster_boundary(text, safe) else cut
+
+
 def _cluster_boundary(text: str, cut: int) -> bool:
     """Whether cutting before ``text[cut]`` keeps every grapheme cluster whole (a close approximation)."""
+    if cut <= 0 or cut >= len(text):
+        return True
     before, after = text[cut - 1], text[cut]
     if before == "\u200d" or (before == "\r" and after == "\n"):
         return False
@@ -190,10 +201,7 @@ class _Splitter:
 
     def cluster_cut(self, floor: int, cut: int) -> int:
         """The nearest cut at or before ``cut`` (and after ``floor``) that keeps grapheme clusters whole."""
-        safe = cut
-        while safe > floor + 1 and not _cluster_boundary(self.text, safe):
-            safe -= 1
-        return safe if _cluster_boundary(self.text, safe) else cut
+        return cluster_cut(self.text, floor, cut)
 
 
 def split_message(text: str, limit: int, *, measure: Measure = len) -> list[str]:

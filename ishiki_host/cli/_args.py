@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_dir_argument", "usable_dir"]
+__all__ = ["add_dir_argument", "timeout_seconds", "usable_dir"]
 
 
 def add_dir_argument(parser: Any) -> None:
@@ -29,3 +30,14 @@ def usable_dir(command: str, dir_arg: str) -> Path | None:
         print(f"ishiki {command}: {exc.message}", file=sys.stderr)
         return None
     return root
+
+
+def timeout_seconds(text: str) -> float:
+    """The ``--timeout S`` argument type: a finite number of seconds above 0 (``argparse`` prints the refusal)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--timeout is a number of seconds, not {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"--timeout is a number of seconds above 0, not {text!r}")
+    return value

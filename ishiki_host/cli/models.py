@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ishiki_host.cli._args import add_dir_argument, usable_dir
+from ishiki_host.cli._args import add_dir_argument, timeout_seconds, usable_dir
 
 __all__ = ["provider_apis", "register", "render", "run"]
 
@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--probe", action="store_true", help="send every model one tiny request")
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=timeout_seconds,
         default=PROBE_TIMEOUT,
         metavar="S",
         help=f"seconds each probe may take (default {PROBE_TIMEOUT:g})",
@@ -44,16 +44,6 @@ def register(subparsers: Any) -> None:
 
 PROBE_TIMEOUT = 10.0
 """How long one probe may take by default: long enough for a cold local model, short enough to wait for."""
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--timeout is a number of seconds, not {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"--timeout is a number of seconds above 0, not {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

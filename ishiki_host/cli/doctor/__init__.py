@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.cli._args import add_dir_argument
+from ishiki_host.cli._args import add_dir_argument, timeout_seconds
 from ishiki_host.cli.models import PROBE_TIMEOUT
 
 if TYPE_CHECKING:
@@ -50,22 +50,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=timeout_seconds,
         default=PROBE_TIMEOUT,
         metavar="S",
         help=f"seconds each network check may take (default {PROBE_TIMEOUT:g})",
     )
     parser.set_defaults(handler=run)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--timeout is a number of seconds, not {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"--timeout is a number of seconds above 0, not {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,12 +1,12 @@
 """The model's Markdown as Telegram HTML, cut into parts that each fit a message.
 
-The Markdown is parsed by markdown-it-py (``markdown``): bold, italic, ``~~strike~~``, inline code, fenced and
-indented code blocks (``<pre><code class="language-x">``), links (``http``, ``https``, ``tg``, ``mailto``),
-headings as bold lines, bullet and numbered lists, quotes (``<blockquote>``), tables as preformatted text.
-Everything else is text, with ``<``, ``>`` and ``&`` escaped, so the markup is always one Telegram accepts:
-only its tags, balanced, nested as it allows.
+The Markdown is parsed by markdown-it-py (``ishiki_host.parse_markdown``): bold, italic, ``~~strike~~``,
+inline code, fenced and indented code blocks (``<pre><code class="language-x">``), links (``http``, ``https``,
+``tg``, ``mailto``), headings as bold lines, bullet and numbered lists, quotes (``<blockquote>``), tables as
+preformatted text. Everything else is text, with ``<``, ``>`` and ``&`` escaped, so the markup is always one
+Telegram accepts: only its tags, balanced, nested as it allows.
 
-``render_parts(text, limit)`` cuts the rendered text with ``layout.cut_parts``, measured as Telegram measures
+``render_parts(text, limit)`` cuts the rendered text with ``ishiki_host.cut_marked``, measured as Telegram measures
 (the UTF-16 units of the text once the markup is parsed), so each part fits ``limit``; a mark cut by a part's
 end is closed there and reopened at the start of the next part (a long code block stays code in every part).
 Each part also comes as the plain text it shows, for when Telegram refuses the markup anyway.
@@ -18,10 +18,7 @@ import html
 import itertools
 from dataclasses import dataclass
 
-from ishiki_host import utf16_len
-
-from ishiki_channel_telegram.layout import cut_parts
-from ishiki_channel_telegram.markdown import Mark, Marked, parse_markdown
+from ishiki_host import Mark, Marked, cut_marked, parse_markdown, utf16_len
 
 __all__ = ["RenderedPart", "render_html", "render_parts"]
 
@@ -45,7 +42,7 @@ def render_parts(text: str, limit: int = 4096) -> list[RenderedPart]:
     them (see the module docstring); no parts for text that shows nothing."""
     marked = parse_markdown(text)
     units = [0, *itertools.accumulate(utf16_len(char) for char in marked.text)]
-    ranges = cut_parts(marked, limit, lambda start, end: units[end] - units[start])
+    ranges = cut_marked(marked, limit, lambda start, end: units[end] - units[start])
     return [RenderedPart(_html(marked, start, end), marked.text[start:end]) for start, end in ranges]
 
 

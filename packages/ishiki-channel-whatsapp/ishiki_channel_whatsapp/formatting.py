@@ -1,6 +1,6 @@
 """The model's Markdown in WhatsApp's own formatting, cut into messages that fit.
 
-Parsed by markdown-it-py (``markdown``), then written with WhatsApp's marks: ``*bold*``, ``_italic_``,
+Parsed by markdown-it-py (``ishiki_host.parse_markdown``), then written with WhatsApp's marks: ``*bold*``, ``_italic_``,
 ``~strike~``, `` `inline code` `` and ```` ``` ```` code blocks (tables too, as preformatted text); a heading
 is a bold line, list items start with ``• `` or ``1. ``, a quote is ``> `` before each line, and a link is
 ``text (url)`` (the URL alone when it is its own text). A mark hugs its text: WhatsApp ignores ``* bold*``, so
@@ -9,31 +9,31 @@ whitespace at either end of a marked span goes outside the marks.
 ``render_parts(text, limit, measure)`` cuts the result so each part, marks included, is at most ``limit`` by
 ``measure`` (``len``, or ``utf16_len`` for the Cloud API); a cut never falls inside a mark that fits in one
 part, and a longer one (a long code block) is closed at the end of a part and reopened at the start of the
-next (``layout``).
+next (``ishiki_host.cut_marked``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ishiki_channel_whatsapp.layout import cut_parts
-from ishiki_channel_whatsapp.markdown import Mark, Marked, parse_markdown
+from ishiki_host import Mark, MarkdownStyle, Marked, cut_marked, parse_markdown
 
 __all__ = ["render_parts", "render_whatsapp"]
 
+_STYLE = MarkdownStyle(quote="prefix", bare_links="text")  # WhatsApp's quote is "> "; it links URLs itself
 _MARKERS = {"b": "*", "i": "_", "s": "~", "code": "`"}
 
 
 def render_whatsapp(text: str) -> str:
     """All of ``text`` in WhatsApp's formatting (no limit; see ``render_parts`` for messages)."""
-    marked = parse_markdown(text)
+    marked = parse_markdown(text, _STYLE)
     return _render(marked, 0, len(marked.text))
 
 
 def render_parts(text: str, limit: int, measure: Callable[[str], int] = len) -> list[str]:
     """``text`` formatted and cut into messages of at most ``limit`` by ``measure``; none when nothing shows."""
-    marked = parse_markdown(text)
-    ranges = cut_parts(marked, limit, lambda start, end: measure(_render(marked, start, end)))
+    marked = parse_markdown(text, _STYLE)
+    ranges = cut_marked(marked, limit, lambda start, end: measure(_render(marked, start, end)))
     return [_render(marked, start, end) for start, end in ranges]
 
 

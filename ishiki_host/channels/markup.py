@@ -2,39 +2,58 @@
 
 ``parse_markdown(text)`` gives a ``Marked``: the text a reader sees, and for every character the stack of marks
 it is shown with (bold, italic, strike, inline code, a code block with its language, a link with its URL, a
-quote). The platform renderer (``render``) turns marks into tags; the splitter (``layout``) cuts the marked text
-into parts without cutting a mark when a part can end outside it.
+quote). A channel's renderer turns marks into its platform's formatting (Telegram's HTML tags, WhatsApp's
+``*bold*``); ``cut_marked`` (``ishiki_host.channels.layout``) cuts the marked text into parts without cutting a
+mark when a part can end outside it.
 
 Block layout is decided here, once: a heading is a bold line; bullet items start with ``• ``, numbered ones
 with ``1. `` (from the list's own start), continuation lines are indented, nested lists by two more spaces; a
 table becomes preformatted text with aligned columns; a rule is a line of ``─``; raw HTML is text. Marks nest
-the way Telegram allows: nothing inside code, no code or link inside a link, no quote inside a quote, and a
-mark is never opened twice (``**a **b** c**``). Links keep only ``http``, ``https``, ``tg`` and ``mailto``
-targets; any other link shows its text alone, and an image shows its alt text linked to its source.
+the way the strictest platform (Telegram) allows: nothing inside code, no code or link inside a link, no quote
+inside a quote, and a mark is never opened twice (``**a **b** c**``). Links keep only ``http``, ``https``,
+``tg`` and ``mailto`` targets; any other link shows its text alone, and an image shows its alt text linked to
+its source.
+
+Two choices differ by platform (``MarkdownStyle``): a quote is a ``quote`` mark (Telegram's blockquote) or
+``> `` before each of its lines outside code (WhatsApp's quote); a bare URL (a link whose text is its target)
+is a link, or plain text the platform links itself (WhatsApp, which would otherwise show the URL twice).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from markdown_it import MarkdownIt
-from markdown_it.tree import SyntaxTreeNode
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.tree import SyntaxTreeNode
 
-__all__ = ["ENTITY_KINDS", "Mark", "MarkKind", "Marked", "parse_markdown"]
+__all__ = ["ENTITY_KINDS", "Mark", "MarkKind", "MarkdownStyle", "Marked", "parse_markdown"]
 
 MarkKind = Literal["b", "i", "s", "code", "pre", "a", "quote"]
 
 ENTITY_KINDS = frozenset({"b", "i", "s", "code", "pre", "a"})
 """Marks a cut should stay out of (a quote may be cut and reopened like a paragraph)."""
 
-_PARSER = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 _SCHEMES = ("http://", "https://", "tg://", "mailto:")
 _LANGUAGE = re.compile(r"[\w#+.-]{1,64}")
 _RULE = "─" * 12
 
 Stack = tuple["Mark", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownStyle:
+    """How ``parse_markdown`` writes what platforms show differently (see the module docstring): ``quote``
+    ``mark`` or ``prefix``; ``bare_links`` ``link`` or ``text``."""
+
+    quote: Literal["mark", "prefix"] = "mark"
+    bare_links: Literal["link", "text"] = "link"
+
+
+_DEFAULT_STYLE = MarkdownStyle()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,16 +101,27 @@ class Marked:
 Span = tuple[str, Stack]
 
 
-def parse_markdown(text: str) -> Marked:
+def parse_markdown(text: str, style: MarkdownStyle = _DEFAULT_STYLE) -> Marked:
     """``text`` (the model's Markdown) as marked text (see the module docstring)."""
-    root = SyntaxTreeNode(_PARSER.parse(text.replace("\x00", "\ufffd")))
-    return Marked.of(_blocks(root.children, (), "\n\n"))
+    parser, tree = _parser()
+    root = tree(parser.parse(text.replace("\x00", "\ufffd")))
+    return Marked.of(_blocks(root.children, (), "\n\n", style))
 
 
-def _blocks(nodes: list[SyntaxTreeNode], ctx: Stack, gap: str) -> list[Span]:
+@functools.cache
+def _parser() -> tuple[MarkdownIt, type[SyntaxTreeNode]]:
+    # Imported on first use: markdown-it-py costs ~15 ms of start-up that a host without a formatting channel
+    # (the console alone) never needs, and this module is part of the public face.
+    from markdown_it import MarkdownIt
+    from markdown_it.tree import SyntaxTreeNode
+
+    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]), SyntaxTreeNode
+
+
+def _blocks(nodes: list[SyntaxTreeNode], ctx: Stack, gap: str, style: MarkdownStyle) -> list[Span]:
     out: list[Span] = []
     for node in nodes:
-        spans = _block(node, ctx)
+        spans = _block(node, ctx, style)
         if not spans:
             continue
         if out:
@@ -100,17 +130,16 @@ def _blocks(nodes: list[SyntaxTreeNode], ctx: Stack, gap: str) -> list[Span]:
     return out
 
 
-def _block(node: SyntaxTreeNode, ctx: Stack) -> list[Span]:
+def _block(node: SyntaxTreeNode, ctx: Stack, style: MarkdownStyle) -> list[Span]:
     kind = node.type
     if kind == "paragraph":
-        return _inline(node.children, ctx)
+        return _inline(node.children, ctx, style)
     if kind == "heading":
-        return _inline(node.children, _push(ctx, Mark("b")))
+        return _inline(node.children, _push(ctx, Mark("b")), style)
     if kind == "blockquote":
-        inner = ctx if any(mark.kind == "quote" for mark in ctx) else (*ctx, Mark("quote"))
-        return _blocks(node.children, inner, "\n")
+        return _quote(node, ctx, style)
     if kind in ("bullet_list", "ordered_list"):
-        return _list(node, ctx)
+        return _list(node, ctx, style)
     if kind in ("fence", "code_block"):
         return _code(node.content, node.info if kind == "fence" else "", ctx)
     if kind == "table":
@@ -118,10 +147,18 @@ def _block(node: SyntaxTreeNode, ctx: Stack) -> list[Span]:
     if kind == "hr":
         return [(_RULE, ctx)]
     if kind == "inline":
-        return _inline(node.children, ctx)
+        return _inline(node.children, ctx, style)
     if node.children:
-        return _blocks(node.children, ctx, "\n")
+        return _blocks(node.children, ctx, "\n", style)
     return [(node.content.rstrip("\n"), ctx)] if node.content.strip() else []
+
+
+def _quote(node: SyntaxTreeNode, ctx: Stack, style: MarkdownStyle) -> list[Span]:
+    if style.quote == "prefix":
+        body = _blocks(node.children, ctx, "\n", style)
+        return [("> ", ctx), *_indented(body, "> ", ctx)] if body else []
+    inner = ctx if any(mark.kind == "quote" for mark in ctx) else (*ctx, Mark("quote"))
+    return _blocks(node.children, inner, "\n", style)
 
 
 def _code(content: str, info: str, ctx: Stack) -> list[Span]:
@@ -134,14 +171,14 @@ def _code(content: str, info: str, ctx: Stack) -> list[Span]:
     return [(body, (*outer, Mark("pre", language)))]
 
 
-def _list(node: SyntaxTreeNode, ctx: Stack) -> list[Span]:
+def _list(node: SyntaxTreeNode, ctx: Stack, style: MarkdownStyle) -> list[Span]:
     ordered = node.type == "ordered_list"
     start = node.attrs.get("start", 1) if ordered else 1
     number = int(start) if isinstance(start, int | str) and str(start).isdigit() else 1
     out: list[Span] = []
     for offset, item in enumerate(node.children):
         marker = f"{number + offset}. " if ordered else "• "
-        body = _blocks(item.children, ctx, "\n")
+        body = _blocks(item.children, ctx, "\n", style)
         if out:
             out.append(("\n", ctx))
         out.append((marker, ctx))
@@ -165,7 +202,7 @@ def _indented(spans: list[Span], indent: str, ctx: Stack) -> list[Span]:
     return [(piece, stack) for piece, stack in out if piece]
 
 
-def _inline(nodes: list[SyntaxTreeNode], ctx: Stack) -> list[Span]:
+def _inline(nodes: list[SyntaxTreeNode], ctx: Stack, style: MarkdownStyle = _DEFAULT_STYLE) -> list[Span]:
     out: list[Span] = []
     for node in nodes:
         kind = node.type
@@ -175,24 +212,26 @@ def _inline(nodes: list[SyntaxTreeNode], ctx: Stack) -> list[Span]:
             out.append(("\n", ctx))
         elif kind in ("strong", "em", "s"):
             mark: MarkKind = {"strong": "b", "em": "i", "s": "s"}[kind]  # type: ignore[assignment]
-            out.extend(_inline(node.children, _push(ctx, Mark(mark))))
+            out.extend(_inline(node.children, _push(ctx, Mark(mark)), style))
         elif kind == "code_inline":
             inside_link = any(mark.kind == "a" for mark in ctx)
             out.append((node.content, ctx if inside_link else _push(ctx, Mark("code"))))
         elif kind in ("link", "image"):
-            out.extend(_link(node, ctx))
+            out.extend(_link(node, ctx, style))
         elif node.children:
-            out.extend(_inline(node.children, ctx))
+            out.extend(_inline(node.children, ctx, style))
         else:
             out.append((node.content, ctx))
     return [(piece, stack) for piece, stack in out if piece]
 
 
-def _link(node: SyntaxTreeNode, ctx: Stack) -> list[Span]:
+def _link(node: SyntaxTreeNode, ctx: Stack, style: MarkdownStyle) -> list[Span]:
     target = str(node.attrs.get("src" if node.type == "image" else "href", ""))
     usable = target.startswith(_SCHEMES) and not any(mark.kind == "a" for mark in ctx)
     inner = _push(ctx, Mark("a", target)) if usable else ctx
-    spans = _inline(node.children, inner)
+    spans = _inline(node.children, inner, style)
+    if usable and style.bare_links == "text" and "".join(piece for piece, _ in spans) == target:
+        return _inline(node.children, ctx, style)  # a bare URL: shown once, the platform links it
     if not "".join(piece for piece, _ in spans).strip():
         spans = [(target, inner)] if usable else []
     return spans

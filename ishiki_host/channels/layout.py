@@ -1,6 +1,6 @@
-"""Cutting marked text (``markdown.Marked``) into parts that each fit a platform's limit.
+"""Cutting marked text (``ishiki_host.channels.markup.Marked``) into parts that each fit a platform's limit.
 
-``cut_parts(marked, limit, measure)`` returns the ``(start, end)`` ranges of the parts, where ``measure(start,
+``cut_marked(marked, limit, measure)`` returns the ``(start, end)`` ranges of the parts, where ``measure(start,
 end)`` is what the platform counts of that range once rendered (Telegram: the UTF-16 units of the visible
 text; it must never shrink as ``end`` grows). Each part ends where a reader expects a break: at a paragraph
 break, else a line break, else a space, and only as a last resort inside a word (never inside a grapheme
@@ -12,19 +12,20 @@ the start of the next. The whitespace at a cut is dropped, except inside code, w
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable
 
-from ishiki_channel_whatsapp.markdown import ENTITY_KINDS, Marked
+from ishiki_host.channels.markup import ENTITY_KINDS, Marked
+from ishiki_host.channels.split import cluster_cut
 
-__all__ = ["Measure", "cut_parts"]
+__all__ = ["RangeMeasure", "cut_marked"]
 
-Measure = Callable[[int, int], int]
+RangeMeasure = Callable[[int, int], int]
+"""What a platform counts of ``marked.text[start:end]`` once rendered (``measure(start, end)``)."""
 
 _PARAGRAPH, _LINE, _SPACE, _HARD = 3, 2, 1, 0
 
 
-def cut_parts(marked: Marked, limit: int, measure: Measure) -> list[tuple[int, int]]:
+def cut_marked(marked: Marked, limit: int, measure: RangeMeasure) -> list[tuple[int, int]]:
     """The ranges of ``marked.text`` that make the parts, in order (see the module docstring).
 
     ``ValueError`` when ``limit`` cannot hold a single character.
@@ -35,7 +36,7 @@ def cut_parts(marked: Marked, limit: int, measure: Measure) -> list[tuple[int, i
 
 
 class _Cutter:
-    def __init__(self, marked: Marked, limit: int, measure: Measure):
+    def __init__(self, marked: Marked, limit: int, measure: RangeMeasure):
         self.marked, self.text, self.limit, self.measure = marked, marked.text, limit, measure
 
     def in_code(self, pos: int) -> bool:
@@ -83,7 +84,7 @@ class _Cutter:
     def best_cut(self, pos: int, end: int) -> tuple[int, int]:
         """Where the part from ``pos`` ends (``cut``) and the next begins (``after``), cutting at or before ``end``."""
         text, best = self.text, (False, _HARD, 0, 0, 0)
-        hard = self.cluster_cut(pos, end)
+        hard = cluster_cut(text, pos, end)
         best = (not self.inside(hard - 1, hard), _HARD, hard, hard, hard)
         for cut in range(pos + 1, end + 1):
             if cut < len(text) and self.loose_space(cut) and not self.loose_space(cut - 1):
@@ -104,38 +105,3 @@ class _Cutter:
             return False
         shared = set(self.marked.stack_at(left)) & set(self.marked.stack_at(right))
         return any(mark.kind in ENTITY_KINDS for mark in shared)
-
-    def cluster_cut(self, floor: int, cut: int) -> int:
-        """The nearest cut at or before ``cut`` (after ``floor``) that keeps grapheme clusters whole."""
-        safe = cut
-        while safe > floor + 1 and not _boundary(self.text, safe):
-            safe -= 1
-        return safe if _boundary(self.text, safe) else cut
-
-
-def _boundary(text: str, cut: int) -> bool:
-    """Whether cutting before ``text[cut]`` keeps every grapheme cluster whole (a close approximation)."""
-    if cut <= 0 or cut >= len(text):
-        return True
-    before, after = text[cut - 1], text[cut]
-    if before == "\u200d" or (before == "\r" and after == "\n"):
-        return False
-    code = ord(after)
-    if (
-        after == "\u200d"
-        or unicodedata.category(after) in ("Mn", "Me", "Mc")
-        or 0xFE00 <= code <= 0xFE0F
-        or 0x1F3FB <= code <= 0x1F3FF
-        or 0xE0020 <= code <= 0xE007F
-    ):
-        return False
-    if _regional(after) and _regional(before):
-        run = 0
-        while cut - run - 1 >= 0 and _regional(text[cut - run - 1]):
-            run += 1
-        return run % 2 == 0
-    return True
-
-
-def _regional(char: str) -> bool:
-    return 0x1F1E6 <= ord(char) <= 0x1F1FF
