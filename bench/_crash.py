@@ -13,6 +13,12 @@ power loss cutting a write would leave it. The last life runs until every messag
 message settled, then stops with SIGTERM; one more life starts on a log given a torn tail after that clean
 stop, and is stopped as soon as it listens again. Then ``CrashReport.properties`` holds the checks of
 ``_crash_check``.
+
+With ``plan.workers`` above 1 each life is ``ishiki run --workers N``: a supervisor and its worker processes.
+Before its own end, each killed life also SIGKILLs ``plan.worker_kills`` of its workers, one at a time, each
+after a seeded number of messages sent (the worker picked by the same seeded source among the supervisor's
+children); the supervisor restarts it and the life goes on. Killing the supervisor leaves its workers to stop
+on their own (their link is gone); the next life starts once they have exited, as a restarted machine would.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import contextlib
 import dataclasses
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -71,6 +78,8 @@ class CrashPlan:
     max_events: int = 8
     platform: str = "telegram"  # a key of ``_crash_platforms.PLATFORMS``
     life_cap: float = 1800.0  # a last resort, never a measure: a life still running then is reported timed out
+    workers: int = 1  # above 1: ``ishiki run --workers N``
+    worker_kills: int = 0  # workers SIGKILLed in each killed life before the life's own end
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,7 @@ class CrashReport:
     properties: list[Property] = field(default_factory=list)
     duplicates: dict[str, int] = field(default_factory=dict)
     cut_sends: int = 0  # direct messages unanswered because a kill cut their send in flight (at most once)
+    worker_kills: int = 0  # workers SIGKILLed while their supervisor lived on
     seconds: float = 0.0
 
     @property
@@ -120,6 +130,8 @@ class CrashReport:
             f"({self.plan.groups} groups), {len(self.lives)} lives, {self.kills} SIGKILLs ({', '.join(kinds)}), "
             f"{len(self.torn)} torn tails written, {self.seconds:.1f} s"
         )
+        if self.plan.workers > 1:
+            head += f"; {self.plan.workers} workers, {self.worker_kills} of them SIGKILLed"
         late = [f"timed out: life {life.index} ({life.trigger}) still ran at the cap" for life in self.timed_out()]
         return [head, *late, *(p.line() for p in self.properties)]
 
@@ -220,6 +232,8 @@ class CrashRun:
         kind, count = trigger
         log = self.workdir / f"life{index:02d}.log"
         command = [str(self.ishiki), "run", str(self.root)]
+        if self.plan.workers > 1:
+            command += ["--workers", str(self.plan.workers)]
         with log.open("wb") as out:
             process = await anyio.open_process(
                 command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=self.env
@@ -233,17 +247,22 @@ class CrashRun:
                     self.model.arm(count, process.pid)
                 elif kind in ("send", "confirm"):
                     tg.start_soon(self._kill_after, kind, count, process.pid)
+                if kind in _KINDS and self.plan.workers > 1:
+                    tg.start_soon(self._kill_workers, process.pid)
                 tg.start_soon(self._end_when_idle, kind, process)
                 with anyio.move_on_after(self.plan.life_cap) as deadline:
                     await process.wait()
                 tg.cancel_scope.cancel()
         finally:
             self.model.disarm()
+            workers = _children(process.pid)
             if process.returncode is None:
                 process.kill()
             with anyio.CancelScope(shield=True):
                 code = await process.wait()
                 await process.aclose()
+                await anyio.to_thread.run_sync(_wait_exits, workers)
+                await self.platform.hang_up()
         text = f"{kind} {count}" if count else kind
         seconds = time.monotonic() - began
         life = Life(index, text, code, seconds, log, ready[0] if ready else None, deadline.cancelled_caught)
@@ -268,6 +287,21 @@ class CrashRun:
             base = platform.confirmed()
             await platform.until(lambda: platform.confirmed() >= base + count)
         _kill(pid)
+
+    async def _kill_workers(self, supervisor: int) -> None:
+        """SIGKILL ``plan.worker_kills`` workers of this life, each after a seeded number of messages sent."""
+        for _ in range(self.plan.worker_kills):
+            await self._sent_more(self.rng.randint(1, max(1, self.plan.max_events // 3)))  # before the life's end
+            workers = _children(supervisor)
+            if not workers:
+                return
+            _kill(self.rng.choice(workers))
+            self.report.worker_kills += 1
+
+    async def _sent_more(self, count: int) -> None:
+        """Until the bot has sent ``count`` more messages."""
+        target = self._sends() + count
+        await self.platform.until(lambda: self._sends() >= target)
 
     def _sends(self) -> int:
         return sum(1 for _ in self.platform.sent())
@@ -325,6 +359,31 @@ def _check_exits(lives: list[Life]) -> Property:
         if not life.timed_out and life.code != (0 if life.trigger in ("final", "restart") else -signal.SIGKILL)
     ]
     return Property("every life ended as planned", not wrong, f"{len(lives)} lives", tuple(wrong))
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (a supervisor's workers), from ``/proc``."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="ascii")
+    except OSError:
+        return []
+    return sorted(int(child) for child in text.split())
+
+
+def _wait_exits(pids: list[int]) -> None:
+    """Until every process of ``pids`` has exited (a pidfd is readable then); what is gone already is skipped."""
+    handles = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            handles.append(os.pidfd_open(pid))
+    try:
+        pending = list(handles)
+        while pending:
+            ready, _, _ = select.select(pending, [], [])
+            pending = [h for h in pending if h not in ready]
+    finally:
+        for handle in handles:
+            os.close(handle)
 
 
 def _kill(pid: int) -> None:

@@ -87,6 +87,10 @@ class Platform(Protocol):
         """Return once ``predicate()`` holds."""
         ...
 
+    async def hang_up(self) -> None:
+        """A host died: drop what it left waiting on the platform's side, so it is not counted for the next."""
+        ...
+
 
 class TelegramPlatform:
     """Telegram: the package's fake Bot API, polled by the host."""
@@ -139,6 +143,13 @@ class TelegramPlatform:
 
     async def until(self, predicate: Callable[[], bool]) -> None:
         await self.bot.until(predicate, deadline=_FOREVER)
+
+    async def hang_up(self) -> None:
+        """A dead host's long poll would be counted as a host listening when its timeout ends: drop it."""
+        if self.bot.polling:
+            self.bot.offline = True
+            await self.bot.until(lambda: not self.bot.polling, deadline=_FOREVER)
+            self.bot.offline = False
 
 
 class WhatsAppPlatform:
@@ -211,6 +222,9 @@ class WhatsAppPlatform:
         with anyio.fail_after(_FOREVER):
             while not predicate():
                 await self._next_change()
+
+    async def hang_up(self) -> None:
+        """Nothing waits: each webhook is posted by the harness and answered, or posted again."""
 
     async def _next_change(self) -> None:
         """Until the fake Graph API takes a request or a webhook is answered."""

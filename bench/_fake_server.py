@@ -2,7 +2,9 @@
 
 Its own process keeps the server's work off the host's core and GIL, as a real model server would be. Every
 call is answered with a ``send_message("ok")`` tool call, after ``latency`` seconds; or, given ``text``, with that
-text, streamed one piece every ``chunk_delay`` seconds when the call asks for a stream.
+text, streamed one piece every ``chunk_delay`` seconds when the call asks for a stream; or, given ``reply``, with
+what that Python expression (evaluated in the server's process, ``Reply`` and ``ScriptedCall`` in scope) makes
+the server's ``default``: a ``Reply``, or a function of the request returning one (``TOOL_THEN_SEND``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 SEND_OK = 'Reply(tool_calls=(ScriptedCall("send_message", {"messages": ["ok"]}),))'
+TOOL_THEN_SEND = (
+    "lambda request, call=Reply(tool_calls=(ScriptedCall('lookup', {'key': 'k'}),)), "
+    f"send={SEND_OK}: send if request.json['messages'][-1]['role'] == 'tool' else call"
+)
+"""A turn of two calls: ``lookup`` first, then ``send_message("ok")`` once the request ends in a tool result."""
 SERVER = """
 import sys
 from ishiki_host.testing import FakeOpenAIServer, Reply, ScriptedCall
@@ -26,9 +33,12 @@ with FakeOpenAIServer() as server:
 
 
 @contextmanager
-def fake_model_process(latency: float = 0.0, *, text: str | None = None, chunk_delay: float = 0.0) -> Iterator[str]:
+def fake_model_process(
+    latency: float = 0.0, *, text: str | None = None, chunk_delay: float = 0.0, reply: str | None = None
+) -> Iterator[str]:
     """Run the server until the block ends; yields its base URL."""
-    reply = SEND_OK if text is None else f"Reply({text!r})"
+    if reply is None:
+        reply = SEND_OK if text is None else f"Reply({text!r})"
     script = SERVER.format(reply=reply, latency=latency, chunk_delay=chunk_delay)
     proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

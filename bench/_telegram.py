@@ -54,6 +54,10 @@ class InstantHost:
         """The account's mount (the first Telegram account's, unless told otherwise), as a host gives it."""
         return self.http.mount(self.prefix)
 
+    def command_names(self, channel_id: str) -> Sequence[str]:
+        """No commands: every message is a plain one here."""
+        return ()
+
     async def dispatch(self, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()) -> _Delivery:
         """Count the event; returns at once."""
         self.count += 1

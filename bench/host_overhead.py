@@ -20,55 +20,21 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
+from _current_turn import CurrentTurnContext, current_turn_profile
 from _fake_server import fake_model_process, models_yaml
 from _report import Bench, add_memory_dir_option, run
 
 from ishiki_host.core.clock import SystemClock
-from ishiki_host.core.entries import Entry
-from ishiki_host.core.factlog import FactLog
-from ishiki_host.core.hooks import AgentHooks
 from ishiki_host.core.model import ModelRequest
-from ishiki_host.core.turns import Step
-from ishiki_host.plugins.base import ContextEngine
 from ishiki_host.testing.host import TestHost, host_yaml, profile_yaml, write_config
 
 CHANNELS = 8
 
 
-def _current_turn(newest_first: Iterator[Entry]) -> list[Entry]:
-    window: list[Entry] = []
-    for entry in newest_first:
-        window.append(entry)
-        if entry.type == "message" and entry.data.get("role") == "user" and "source" in entry.data:
-            break
-    window.reverse()
-    return window
-
-
-class _CurrentTurn(AgentHooks):
-    async def select_entries(self, log: FactLog, step: Step) -> list[Entry]:
-        return await log.read_back(_current_turn)
-
-    def hooks(self) -> AgentHooks:
-        return self
-
-    async def instructions(self) -> str | None:
-        return None
-
-
-class CurrentTurnContext(ContextEngine):
-    """A context of the current turn only (benchmark requests stay the same size)."""
-
-    def create(self, ctx: Any, config: Mapping[str, Any]) -> Any:
-        return _CurrentTurn()
-
-
 def config_dir(base: Path, base_url: str, fsync: str) -> Path:
-    profile = profile_yaml("fake:bot: ['*']").replace("context: {engine: plain}", "context: {engine: current}")
+    profile = current_turn_profile(profile_yaml("fake:bot: ['*']"))
     host = host_yaml(extra=f"fsync: {fsync}\n")
     return write_config(base / "bot", profiles={"ana": profile}, models=models_yaml(base_url, 64), host=host)
 

@@ -99,6 +99,7 @@ from ishiki_host.plugins.hostplugin import (
     InstalledPlugin,
     LogLine,
     LogTail,
+    PairingAdmin,
     ProfileStatus,
 )
 from ishiki_host.plugins.reminders import REMINDERS, Reminder, Reminders, ScheduledReminder
@@ -131,6 +132,7 @@ from ishiki_host.sessions.manager import CarriedSummary, SessionChange, Sessions
 from ishiki_host.store.memory_store import MemoryStore
 from ishiki_host.store.repos.beat_types import Beat, BeatRun, BeatSpec, BeatTarget, BeatType
 from ishiki_host.store.repos.memory_types import Memory, MemoryDraft, MemoryHit, MemoryScope, MemoryType, ScopeMode
+from ishiki_host.store.repos.pairing import PairedSender, PairingRequest
 from ishiki_host.store.repos.plugin_settings import PluginKind
 from ishiki_host.store.repos.usage import CallTotal, ToolTotal, UsagePoint, UsageSum, UsageTotals, usage_cost
 from ishiki_host.tools.kernel import OPEN_TOOLS
@@ -225,6 +227,9 @@ __all__ = [
     "ModelsConfig",
     "Normalized",
     "OutboundFile",
+    "PairedSender",
+    "PairingAdmin",
+    "PairingRequest",
     "Part",
     "Plugin",
     "PluginConfig",

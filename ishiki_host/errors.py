@@ -45,7 +45,8 @@ Third-party errors are wrapped at the boundary (``raise PluginLoadFailed(...) fr
         ├── ResourceError               a resource URL cannot be read (``code``)
         ├── StoreError                  the memory database cannot be opened or used
         │   ├── BeatInvalid             a beat made or edited by a host plugin has a bad field (``field``)
-        │   └── BeatRefused             that beat is managed (from a file) or does not exist
+        │   ├── BeatRefused             that beat is managed (from a file) or does not exist
+        │   └── PairingCodeError        a pairing code that cannot be approved (``reason``: unknown, expired...)
         ├── BeatRunFailed               a beat's turn failed, or nothing could run it (recorded, not raised on)
         ├── SandboxError                a codemode program failed, or hit a limit
         └── EngineError                 an engine could not do its part (logged; the engine falls back)
@@ -92,6 +93,7 @@ __all__ = [
     "ModelRateLimited",
     "ModelUnavailable",
     "ModelsConfigInvalid",
+    "PairingCodeError",
     "PluginAPIIncompatible",
     "PluginLoadFailed",
     "PluginNotFound",
@@ -401,6 +403,16 @@ class BeatInvalid(StoreError):
 class BeatRefused(StoreError):
     """A change to a beat that may not be made: it is managed (``heartbeats.json`` or the host's own, edited
     in its file), or there is no beat by that id."""
+
+
+class PairingCodeError(StoreError):
+    """A DM pairing code that cannot be approved: ``reason`` is ``unknown`` (no request has it), ``approved``
+    (it was used before) or ``expired``; the message says it in words, with the code (and when it expired)."""
+
+    def __init__(self, code: str, reason: Literal["unknown", "expired", "approved"], message: str):
+        self.code = code
+        self.reason = reason
+        super().__init__(message)
 
 
 class BeatRunFailed(RunError):

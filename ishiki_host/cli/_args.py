@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_dir_argument", "timeout_seconds", "usable_dir"]
+__all__ = ["add_dir_argument", "timeout_seconds", "usable_dir", "worker_count"]
 
 
 def add_dir_argument(parser: Any) -> None:
@@ -40,4 +40,15 @@ def timeout_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"--timeout is a number of seconds, not {text!r}") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"--timeout is a number of seconds above 0, not {text!r}")
+    return value
+
+
+def worker_count(text: str) -> int | str:
+    """The ``--workers N`` argument type: 1 to 64, or ``auto`` (``argparse`` prints the refusal)."""
+    from ishiki_host.config.host import worker_count_problem
+
+    value: int | str = text if text == "auto" else int(text) if text.strip().lstrip("-").isdigit() else text
+    problem = worker_count_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"--workers: {problem}")
     return value

@@ -53,6 +53,10 @@ fsync: turn
 # The event loop `ishiki run` runs on: auto (uvloop when installed, else asyncio) | uvloop | asyncio.
 event_loop: auto
 
+# Worker processes that run the runtimes, to use every core: 1 (one process) | 2..64 | auto (one per core).
+# With more than one, this process keeps the channels and routes each conversation to its worker.
+workers: 1
+
 # Accounts of chat platforms, by platform. The console channel needs none. A Telegram bot, for instance
 # (pip install ishiki-channel-telegram), then claimed in a profile as telegram:<bot id>:
 #   channels:

@@ -1,14 +1,18 @@
-"""``ishiki pairing list [DIR]`` and ``ishiki pairing approve CODE [DIR] [--level LEVEL]``: DM pairing.
+"""``ishiki pairing list [DIR]``, ``ishiki pairing approve CODE [DIR] [--level LEVEL]`` and ``ishiki pairing
+revoke SENDER [DIR] --profile P``: DM pairing.
 
 A profile with ``trust.unlisted: pairing`` gives an unlisted sender who writes in a direct chat a short code
 and nothing else. ``list`` shows the open requests (code, profile, sender, where they asked, until when the
 code holds) and the senders approved so far; ``approve`` lists the sender of a code at ``--level``
-(``untrusted`` by default, or ``trusted`` or ``owner``) for the profile they asked. Both read and write the
-memory database of DIR (``store.repos.pairing``) and work while a host runs: the running host sees an
-approval at the sender's next message, welcomes them, and serves them at that level.
+(``untrusted`` by default, or ``trusted`` or ``owner``) for the profile they asked; ``revoke`` removes the
+approval of SENDER (``platform:userId``) for profile P. All read and write the memory database of DIR
+(``store.repos.pairing``) and work while a host runs: the running host sees an approval at the sender's next
+message, welcomes them, and serves them at that level; after a revocation it refuses their next message (a
+direct one gets a new code).
 
 Exit status: 0 when done, 1 when the code is wrong (``no pending request with code X``), expired (``code X
-expired at ...``) or the database cannot be used, 2 when DIR is not a config directory.
+expired at ...``), there is no such approval (``S is not approved for profile P``) or the database cannot be
+used, 2 when DIR is not a config directory.
 """
 
 from __future__ import annotations
@@ -31,12 +35,12 @@ LEVELS = ("untrusted", "trusted", "owner")
 
 
 def register(subparsers: Any) -> None:
-    """Add ``pairing`` and its ``list`` and ``approve`` actions to the ``ishiki`` parser."""
+    """Add ``pairing`` and its ``list``, ``approve`` and ``revoke`` actions to the ``ishiki`` parser."""
     parser = subparsers.add_parser(
         "pairing",
-        help="list and approve DM pairing requests",
+        help="list, approve and revoke DM pairing requests",
         description="List and approve the pairing requests of unlisted senders (profiles with "
-        "trust.unlisted: pairing).",
+        "trust.unlisted: pairing), and revoke an approval.",
     )
     actions = parser.add_subparsers(dest="pairing_action", metavar="ACTION")
     listing = actions.add_parser("list", help="the open pairing requests and the approved senders")
@@ -50,6 +54,11 @@ def register(subparsers: Any) -> None:
         "--level", choices=LEVELS, default="untrusted", help="the sender's trust level (default: untrusted)"
     )
     approve.set_defaults(pairing_handler=_approve)
+    revoke = actions.add_parser("revoke", help="remove a sender's approval: the host refuses them again")
+    revoke.add_argument("sender", metavar="SENDER", help="the approved sender, platform:userId (telegram:99)")
+    add_dir_argument(revoke)
+    revoke.add_argument("--profile", required=True, help="the profile the sender was approved for")
+    revoke.set_defaults(pairing_handler=_revoke)
     parser.set_defaults(handler=lambda args: _run(parser, args))
 
 
@@ -113,6 +122,25 @@ def _approve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _revoke(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ishiki_host.errors import StoreError
+
+    db = _database(args.dir)
+    if db is None:
+        return 2
+    try:
+        removed = anyio.run(_remove, db, args.profile, args.sender) if db.exists() else None
+    except StoreError as exc:
+        return _fail(str(exc))
+    if removed is None:
+        return _fail(f"{args.sender} is not approved for profile {args.profile} (ishiki pairing list shows who is)")
+    print(f"Revoked {removed.sender} for profile {removed.profile} (was {removed.level}).")
+    print("The host refuses them from their next message; in a direct chat they get a new pairing code.")
+    return 0
+
+
 async def _read(db: Path) -> tuple[list[PairingRequest], list[PairedSender]]:
     from ishiki_host.store.memory_store import MemoryStore
 
@@ -125,6 +153,13 @@ async def _write(db: Path, code: str, level: TrustLevel) -> PairedSender:
 
     async with await MemoryStore.open(db, check=False) as store:
         return await store.pairing.approve(code, level)
+
+
+async def _remove(db: Path, profile: str, sender: str) -> PairedSender | None:
+    from ishiki_host.store.memory_store import MemoryStore
+
+    async with await MemoryStore.open(db, check=False) as store:
+        return await store.pairing.revoke(profile, sender)
 
 
 def _render(requests: list[PairingRequest], approved: list[PairedSender]) -> list[str]:
@@ -141,6 +176,8 @@ def _render(requests: list[PairingRequest], approved: list[PairedSender]) -> lis
         lines += table(rows, indent="  ")
     if requests:
         lines.append("Approve one with: ishiki pairing approve CODE [DIR] [--level trusted]")
+    if approved:
+        lines.append("Revoke one with: ishiki pairing revoke SENDER [DIR] --profile PROFILE")
     return lines
 
 

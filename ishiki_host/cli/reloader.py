@@ -13,14 +13,16 @@ imported, and re-importing them in place leaves old classes behind in every obje
 interpreter loads exactly what is on disk. It also leaves the terminal to one owner at a time: the old host's
 console restores the terminal as it exits, before the new one takes it.
 
-The child gets this process's stdin, stdout and stderr, and is stopped for a restart with SIGTERM (the clean
-stop of ``ishiki run``; SIGKILL only when it outlives its shutdown grace plus ``KILL_MARGIN_SECONDS``). Each
-restart prints one line on stderr naming the changed file. Signals: SIGTERM (and SIGINT when stdin is not the
-terminal this process runs in the foreground of) are passed on to the child, and this process exits with the
-child's status once it is gone; a Ctrl-C on the terminal reaches the child from the terminal itself, so it is
-not passed on a second time (a second stop signal makes ``ishiki run`` exit at once). SIGHUP is passed on:
-the child reloads its config. A host that exits 0 on its own (the end of piped input, Ctrl-D) ends the run; one
-that fails is started again at the next change.
+The child gets this process's stdin, stdout and stderr, and the read end of a lifeline
+(``ishiki_host.cli._lifeline``): should this process die without a chance to stop it (SIGKILL, the OOM killer), the
+host sees the pipe's end and stops on its own, as on SIGTERM. It is stopped for a restart with SIGTERM (the clean
+stop of ``ishiki run``; SIGKILL only when it outlives its shutdown grace plus ``KILL_MARGIN_SECONDS``). Each restart
+prints one line on stderr naming the changed file. Signals: SIGTERM (and SIGINT when stdin is not the terminal this
+process runs in the foreground of) are passed on to the child, and this process exits with the child's status once
+it is gone; a Ctrl-C on the terminal reaches the child from the terminal itself, so it is not passed on a second
+time (a second stop signal makes ``ishiki run`` exit at once). SIGHUP is passed on: the child reloads its config. A
+host that exits 0 on its own (the end of piped input, Ctrl-D) ends the run; one that fails is started again at the
+next change.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from ishiki_host.cli._lifeline import lifeline_env, open_lifeline
 
 __all__ = [
     "DEBOUNCE_MS",
@@ -137,11 +141,13 @@ class Supervisor:
         self._child: subprocess.Popen[bytes] | None = None
         self._restarting = False
         self._stopping = False
+        self._lifeline = -1  # the read end each child inherits; the write end stays here, unwritten, until exit
 
     def run(self) -> int:
         """Supervise until the host stops for good; the exit status."""
         previous = {s: signal.signal(s, self._on_signal) for s in (*_STOPS, signal.SIGHUP)}
         watcher = threading.Thread(target=self._watch, name="ishiki-reload-watch", daemon=True)
+        self._lifeline, write_end = open_lifeline()
         try:
             if self._paths:
                 watcher.start()
@@ -153,6 +159,8 @@ class Supervisor:
             self._halt.set()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            os.close(self._lifeline)
+            os.close(write_end)
 
     def _loop(self) -> int:
         while True:
@@ -206,7 +214,7 @@ class Supervisor:
         return None
 
     def _start(self) -> None:
-        child = subprocess.Popen(self._command)
+        child = subprocess.Popen(self._command, pass_fds=(self._lifeline,), env=lifeline_env(self._lifeline))
         self._child = child
         threading.Thread(target=self._wait, args=(child,), name="ishiki-reload-wait", daemon=True).start()
 
@@ -291,7 +299,12 @@ def supervise(root: Path, passed_on: Sequence[str], folders: Sequence[str] | Non
 def passed_on_options(args: argparse.Namespace) -> list[str]:
     """The options of ``ishiki run`` besides ``--reload`` that each child gets again."""
     options: list[str] = []
-    for flag, value in (("--log-level", args.log_level), ("--log-format", args.log_format)):
+    given = (
+        ("--log-level", args.log_level),
+        ("--log-format", args.log_format),
+        ("--workers", getattr(args, "workers", None)),
+    )
+    for flag, value in given:
         if value is not None:
-            options += [flag, value]
+            options += [flag, str(value)]
     return options

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from ishiki_host.cli._hints import RawProvider
     from ishiki_host.host.host import Host
     from ishiki_host.plugins.configdir import ConfigDir
+    from ishiki_host.workers.supervisor import WorkerSupervision
 
-from ishiki_host.cli._args import add_dir_argument
+from ishiki_host.cli._args import add_dir_argument, worker_count
 
 __all__ = ["register", "run", "setup_logging"]
 
@@ -59,6 +60,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="restart the host in a fresh process when Python files of plugins change (DIR/plugins/, "
         "packages/, editable plugin installs; see ishiki_host.cli.reloader)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=worker_count,
+        metavar="N",
+        help="run the runtimes on N worker processes (1 to 64, or auto: one per core); overrides workers of "
+        "ishiki.yaml",
     )
     parser.add_argument(
         "--reload-dir",
@@ -129,9 +137,16 @@ def run(args: argparse.Namespace) -> int:
         _explain_not_ready(config)
         return 1
     from ishiki_host.cli._hints import raw_providers
+    from ishiki_host.config.host import resolved_workers
 
+    given = getattr(args, "workers", None)
+    workers = _Workers(
+        resolved_workers(given if given is not None else config.host.workers),
+        given is not None,
+        (args.log_level or config.host.log_level, args.log_format or config.host.log_format),
+    )
     try:
-        return eventloop.run(_serve, root, config, raw_providers(root), early, loop=config.host.event_loop)
+        return eventloop.run(_serve, root, config, raw_providers(root), early, workers, loop=config.host.event_loop)
     except KeyboardInterrupt:
         return 130
     finally:
@@ -155,17 +170,56 @@ def _explain_not_ready(config: ConfigDir) -> None:
         print(f"  {line}", file=sys.stderr)
 
 
-async def _serve(root: Path, config: ConfigDir, raw: Mapping[str, RawProvider], early: _EarlyStop) -> int:
+class _Workers:
+    """How many worker processes run the runtimes (1: none, the host runs them itself), whether ``--workers``
+    fixed it, and the log settings they get."""
+
+    def __init__(self, count: int, fixed: bool, logs: tuple[str, str]):
+        self.count = count
+        self.fixed = fixed
+        self.logs = logs
+
+    def supervision(self, root: Path, config: ConfigDir) -> WorkerSupervision | None:
+        """The supervision of ``count`` workers (``None`` for one process)."""
+        if self.count == 1:
+            return None
+        from ishiki_host.core.clock import SystemClock
+        from ishiki_host.workers.supervisor import WorkerSupervision
+
+        level, log_format = self.logs
+        options = ["--log-level", level, "--log-format", log_format, "--event-loop", config.host.event_loop]
+        return WorkerSupervision(root.resolve(), self.count, options, clock=SystemClock(), fixed=self.fixed)
+
+
+async def _serve(
+    root: Path, config: ConfigDir, raw: Mapping[str, RawProvider], early: _EarlyStop, workers: _Workers
+) -> int:
+    from ishiki_host.cli._hints import ModelHint
+    from ishiki_host.host.host import Host
+    from ishiki_host.workers.supervisor import socket_folder
+
+    hint = ModelHint(lambda: host.gateways.gateway, raw)
+    supervision = workers.supervision(root, config)
+    if supervision is None:
+        host = Host(root, config=config, model_listeners=[hint])
+        return await _serve_host(host, None, early)
+    with socket_folder() as socket_path:
+        host = Host(root, config=config, role=supervision.role(socket_path), model_listeners=[hint])
+        return await _serve_host(host, supervision, early)
+
+
+async def _serve_host(host: Host, supervision: WorkerSupervision | None, early: _EarlyStop) -> int:
+    import contextlib
+
     import anyio
 
-    from ishiki_host.cli._hints import ModelHint
+    from ishiki_host.cli._lifeline import watch_lifeline
     from ishiki_host.errors import ConfigDirLocked
     from ishiki_host.eventloop import running_loop
-    from ishiki_host.host.host import Host
 
-    host = Host(root, config=config, model_listeners=[ModelHint(lambda: host.gateways.gateway, raw)])
     async with anyio.create_task_group() as tg:
         await tg.start(_signals, host)  # the receiver is up before anything of the host starts
+        await tg.start(watch_lifeline, host.request_stop)  # under --reload: stops the host when the supervisor dies
         if early.name is not None:  # it came while the loop was starting
             logging.getLogger("ishiki_host.cli").info("%s before the host started; it stops", early.name)
             tg.cancel_scope.cancel()
@@ -173,9 +227,11 @@ async def _serve(root: Path, config: ConfigDir, raw: Mapping[str, RawProvider], 
         try:
             async with host:
                 logging.getLogger("ishiki_host.cli").info("event loop: %s", running_loop())
-                await host.wait_stop_requested()
+                # With workers, they drain first (their turns still send through this host's channels).
+                async with supervision.running(host) if supervision is not None else contextlib.nullcontext():
+                    await host.wait_stop_requested()
         except ConfigDirLocked as exc:
-            print(f"ishiki run: {root}: {exc} (lock {exc.path}); stop it first", file=sys.stderr)
+            print(f"ishiki run: {host.root}: {exc} (lock {exc.path}); stop it first", file=sys.stderr)
             tg.cancel_scope.cancel()
             return 1
         except Exception:

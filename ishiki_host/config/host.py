@@ -32,6 +32,7 @@ from ishiki_host.eventloop import EventLoop, uvloop_installed
 
 __all__ = [
     "HOST_FILE",
+    "MAX_WORKERS",
     "AttachmentSettings",
     "HeartbeatSettings",
     "HostConfig",
@@ -39,9 +40,12 @@ __all__ = [
     "SchedulerSettings",
     "host_from_document",
     "load_host_config",
+    "resolved_workers",
+    "worker_count_problem",
 ]
 
 HOST_FILE = "ishiki.yaml"
+MAX_WORKERS = 64
 FsyncPolicy = Literal["always", "turn", "never"]
 LogFormat = Literal["text", "json"]
 
@@ -117,6 +121,7 @@ class HostConfig:
     shutdown_grace_seconds: float = 10.0
     fsync: FsyncPolicy = "turn"
     event_loop: EventLoop = "auto"
+    workers: int | Literal["auto"] = 1
     channels: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
@@ -165,6 +170,7 @@ def host_from_document(
     data = with_defaults(load_schema("host"), {k: v for k, v in data.items() if k not in bad_top})
     errors.extend(_timezone_problems(doc, data))
     errors.extend(_event_loop_problems(doc, data))
+    errors.extend(_workers_problems(doc, data))
     errors.extend(_http_problems(doc, data))
     if any(e.path == "timezone" for e in errors):
         data["timezone"] = "UTC"
@@ -199,6 +205,29 @@ def _bare_off(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(block, dict) and block.get("retention") is False:
         return {**data, "attachments": {**block, "retention": "off"}}
     return data
+
+
+def _workers_problems(doc: YamlDocument, data: dict[str, Any]) -> list[ConfigError]:
+    problem = worker_count_problem(data["workers"])
+    if problem is None:
+        return []
+    data["workers"] = 1
+    return [HostConfigInvalid(problem, file=doc.file, line=doc.line(("workers",)), path="workers")]
+
+
+def worker_count_problem(value: object) -> str | None:
+    """Why ``value`` is not a worker count (``None`` when it is one: 1 to ``MAX_WORKERS``, or ``auto``)."""
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_WORKERS):
+        return None
+    return f"{value!r} is not a worker count (a number from 1 to {MAX_WORKERS}, or 'auto')"
+
+
+def resolved_workers(value: int | Literal["auto"]) -> int:
+    """A worker count with ``auto`` resolved to the cores this process may run on (at most ``MAX_WORKERS``)."""
+    if value != "auto":
+        return value
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
 
 
 def _timezone_problems(doc: YamlDocument, data: Mapping[str, Any]) -> list[ConfigError]:
@@ -310,6 +339,7 @@ def _build(
         shutdown_grace_seconds=float(data["shutdown_grace_seconds"]),
         fsync=data["fsync"],
         event_loop=data["event_loop"],
+        workers=data["workers"],
         channels=dict(channels or {}),
         scheduler=SchedulerSettings(float(data["scheduler"]["interactive_grace_seconds"])),
         memory=dict(data["memory"]),

@@ -11,7 +11,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,13 +137,17 @@ def parses(line: bytes) -> bool:
     return isinstance(raw, dict) and {"id", "type", "ts"} <= raw.keys() and isinstance(raw.get("data", {}), dict)
 
 
-def set_aside_torn_tail(fd: int, path: Path, stats: ReadStats) -> str | None:
+def set_aside_torn_tail(fd: int, path: Path, stats: ReadStats, announce: Callable[[str], None]) -> str | None:
     """Move a torn or unparseable tail of the log into ``<log>.corrupt`` and truncate it away.
 
     The tail is everything after the last line that parses: a last line without its newline (the writer died
     inside a write), or complete lines that are not entries (a filesystem that zero-filled the tail after a
     power loss). Returns a warning describing what was moved, or ``None`` when the tail was whole.
     A non-empty file with no entry at all that does not start like one is refused: it is not a fact log.
+
+    ``announce`` gets the warning once the tail is safe in ``.corrupt`` and before the log is cut: a process
+    killed between the two then leaves the tail in place, to be set aside and announced again at the next
+    open, never a repair nobody was told of (the crash harness found that window).
     """
     size = os.fstat(fd).st_size
     if size == 0:
@@ -156,9 +160,13 @@ def set_aside_torn_tail(fd: int, path: Path, stats: ReadStats) -> str | None:
         raise FactLogError(f"{path} does not look like a fact log: no line of it is an entry")
     torn = os.pread(fd, size - good_end, good_end)
     _append_corrupt(path, good_end, torn)
+    warning = (
+        f"fact log {path}: set aside a torn tail of {len(torn)} bytes at offset {good_end} into {path.name}.corrupt"
+    )
+    announce(warning)
     os.ftruncate(fd, good_end)
     os.fsync(fd)
-    return f"fact log {path}: set aside a torn tail of {len(torn)} bytes at offset {good_end} into {path.name}.corrupt"
+    return warning
 
 
 def _last_newline_end(fd: int, size: int, stats: ReadStats) -> int:

@@ -75,12 +75,13 @@ _FINISH_SECONDS = 300.0  # the most closing a turn that ended on its own may tak
 class Inbox:
     """Entries sent while a turn runs: ``held`` join it after the current batch, ``deferred`` wait for its end.
 
-    ``write_lock`` orders an entry appended at once by an idle ``send`` before a turn's first entry.
+    ``write_lock`` orders an entry appended at once by an idle ``send`` before a turn's first entry (free, it
+    is taken without a trip through the event loop: ``fast_acquire``).
     """
 
     held: list[Delivery] = field(default_factory=list)
     deferred: list[Delivery] = field(default_factory=list)
-    write_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    write_lock: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
 
 
 @dataclass(eq=False)
@@ -348,6 +349,9 @@ class TurnRunner:
             await self._hooks.on_turn_finish(outcome)
         self._set_current(None)  # already done by _leave, unless the grace ran out first
         running.handle._resolve(outcome)
+        # Each step points back at its turn: a cycle only the garbage collector would free, with every request
+        # and result of the turn in it. Letting the steps go frees them as soon as nothing else holds them.
+        running.turn.steps.clear()
         return outcome
 
     async def _close_in_log(self, running: Running, outcome: TurnOutcome) -> None:

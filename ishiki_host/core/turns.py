@@ -58,7 +58,11 @@ class TurnSetup:
 
 @dataclass(eq=False)
 class Turn:
-    """A running turn. ``triggers`` says what started it (see docs/factlog.md, ``turn.start``)."""
+    """A running turn. ``triggers`` says what started it (see docs/factlog.md, ``turn.start``).
+
+    ``steps`` is emptied once the turn has ended (its ``TurnOutcome`` holds the count and the last result): a
+    step refers to its turn, so a finished turn that kept them would be freed only by the garbage collector.
+    """
 
     number: int
     priority: Priority

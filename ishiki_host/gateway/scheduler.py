@@ -14,6 +14,7 @@ leaves the queue (and gives back a slot it was just granted).
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -53,16 +54,20 @@ class _Waiter:
     since: float
     granted: bool = False
     grant: anyio.Event = field(default_factory=anyio.Event)
+    head: anyio.Event = field(default_factory=anyio.Event)  # set when it becomes the oldest background waiter
 
 
 @dataclass
 class _Lane:
-    """The queue and slots of one provider."""
+    """The queues and slots of one provider: interactive and background waiters, each first come, first
+    served. Only the oldest background waiter watches the lane (for the end of its deferral); the others wait
+    for their turn to be oldest, so a change wakes one waiter, not all of them."""
 
     limit: int
     in_flight: int = 0
     interactive_in_flight: int = 0
-    waiting: list[_Waiter] = field(default_factory=list)
+    interactive: deque[_Waiter] = field(default_factory=deque)
+    background: deque[_Waiter] = field(default_factory=deque)
     last_interactive: float | None = None
     changed: anyio.Event = field(default_factory=anyio.Event)
     granted_total: int = 0
@@ -70,6 +75,17 @@ class _Lane:
     def notify(self) -> None:
         self.changed.set()
         self.changed = anyio.Event()
+
+    def queue(self, waiter: _Waiter) -> deque[_Waiter]:
+        return self.interactive if waiter.priority == "interactive" else self.background
+
+    def leave(self, waiter: _Waiter) -> None:
+        """Take ``waiter`` out of its queue (granted or cancelled); the next background waiter may now be head."""
+        queue = self.queue(waiter)
+        was_head = bool(queue) and queue[0] is waiter
+        queue.remove(waiter)
+        if was_head and queue is self.background and queue:
+            queue[0].head.set()
 
 
 class Scheduler:
@@ -93,21 +109,23 @@ class Scheduler:
         aged = self.config.max_background_wait_seconds - (now - waiter.since)
         if aged <= 0:
             return 0.0
-        if lane.interactive_in_flight or any(w.priority == "interactive" for w in lane.waiting):
+        if lane.interactive_in_flight or lane.interactive:
             return aged
         if lane.last_interactive is None:
             return 0.0
         return max(0.0, min(aged, lane.last_interactive + self.config.interactive_grace_seconds - now))
 
     def _grant(self, lane: _Lane) -> None:
-        """Grant free slots: interactive waiters first, then background waiters whose deferral is over."""
+        """Grant free slots: interactive waiters first, then background waiters whose deferral is over (the
+        oldest has waited longest, so when it must still defer, every younger one must too)."""
         while lane.in_flight < lane.limit:
-            nxt = next((w for w in lane.waiting if w.priority == "interactive"), None)
-            if nxt is None:
-                nxt = next((w for w in lane.waiting if self._background_wait(lane, w) <= 0), None)
-            if nxt is None:
+            if lane.interactive:
+                nxt = lane.interactive[0]
+            elif lane.background and self._background_wait(lane, lane.background[0]) <= 0:
+                nxt = lane.background[0]
+            else:
                 return
-            lane.waiting.remove(nxt)
+            lane.leave(nxt)
             nxt.granted = True
             nxt.grant.set()
             lane.in_flight += 1
@@ -125,28 +143,47 @@ class Scheduler:
         self._grant(lane)
         lane.notify()
 
-    async def _wait_change(self, lane: _Lane, seconds: float | None) -> None:
-        """Until the lane changes, or ``seconds`` of clock time pass."""
+    async def _wait_change(self, lane: _Lane, waiter: _Waiter, seconds: float | None) -> None:
+        """Until the lane changes, the waiter is granted, or ``seconds`` of clock time pass."""
         changed = lane.changed
-        if seconds is None:
-            await changed.wait()
-            return
         async with anyio.create_task_group() as tg:
 
-            async def alarm() -> None:
-                await self.clock.sleep(seconds)
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
                 tg.cancel_scope.cancel()
 
-            tg.start_soon(alarm)
-            await changed.wait()
-            tg.cancel_scope.cancel()
+            async def alarm(delay: float) -> None:
+                await self.clock.sleep(delay)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(until, changed)
+            tg.start_soon(until, waiter.grant)
+            if seconds is not None:
+                tg.start_soon(alarm, seconds)
+
+    async def _wait_background(self, lane: _Lane, waiter: _Waiter) -> None:
+        """One wait of a background waiter: the oldest watches the lane and its deferral; the others wait until
+        they are the oldest (or granted)."""
+        if lane.background and lane.background[0] is waiter:
+            await self._wait_change(lane, waiter, self._background_wait(lane, waiter) or None)
+        else:
+            waiter.head = anyio.Event()
+            if not (lane.background and lane.background[0] is waiter):
+                async with anyio.create_task_group() as tg:
+
+                    async def until(event: anyio.Event) -> None:
+                        await event.wait()
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(until, waiter.head)
+                    tg.start_soon(until, waiter.grant)
 
     @asynccontextmanager
     async def slot(self, provider: str, limit: int, priority: Priority) -> AsyncIterator[None]:
         """Hold one of ``provider``'s ``limit`` slots for the body of the ``async with``."""
         lane = self._lane(provider, limit)
         waiter = _Waiter(priority, next(self._seq), self.clock.monotonic())
-        lane.waiting.append(waiter)
+        lane.queue(waiter).append(waiter)
         try:
             self._grant(lane)
             while not waiter.granted:
@@ -155,13 +192,13 @@ class Scheduler:
                     # (a shared one would wake every waiter on every change, quadratic under load).
                     await waiter.grant.wait()
                     continue
-                await self._wait_change(lane, self._background_wait(lane, waiter) or None)
+                await self._wait_background(lane, waiter)
                 self._grant(lane)
         except BaseException:
             if waiter.granted:
                 self._release(lane, waiter)
             else:
-                lane.waiting.remove(waiter)
+                lane.leave(waiter)
                 self._grant(lane)
                 lane.notify()
             raise
@@ -176,8 +213,8 @@ class Scheduler:
             provider: {
                 "max_concurrency": lane.limit,
                 "in_flight": lane.in_flight,
-                "waiting_interactive": sum(1 for w in lane.waiting if w.priority == "interactive"),
-                "waiting_background": sum(1 for w in lane.waiting if w.priority == "background"),
+                "waiting_interactive": len(lane.interactive),
+                "waiting_background": len(lane.background),
                 "granted": lane.granted_total,
             }
             for provider, lane in self._lanes.items()

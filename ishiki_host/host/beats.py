@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ishiki_host.core.model import LanguageModel
+    from ishiki_host.heartbeat.scheduler import BeatRunner
     from ishiki_host.host.host import Host
     from ishiki_host.store.repos.beat_types import Beat, BeatTarget
 
@@ -73,8 +74,10 @@ class RouteRuntimes(HostRuntimes):
         raise BeatRunFailed(f"the beat has no target, {who}ishiki.yaml sets no heartbeat.model to run it on")
 
 
-async def start_heartbeats(host: Host, tg: TaskGroup) -> HeartbeatService | None:
-    """Start the host's heartbeat service in ``tg``; ``None`` when heartbeats cannot run (logged)."""
+async def start_heartbeats(host: Host, tg: TaskGroup, runner: BeatRunner | None = None) -> HeartbeatService | None:
+    """Start the host's heartbeat service in ``tg``; ``None`` when heartbeats cannot run (logged). ``runner``
+    runs each beat (a supervisor's runs it on the worker that owns the target); by default, on this host's
+    runtimes (``RuntimeBeatRunner``)."""
     config = host.config
     if config.registry.plugin(service_name(EXTENSION_GROUP, HEARTBEAT_EXTENSION)) is None:
         logger.info("heartbeats are off: ishiki.ext.heartbeat is not installed")
@@ -85,7 +88,7 @@ async def start_heartbeats(host: Host, tg: TaskGroup) -> HeartbeatService | None
         return None
     service = HeartbeatService(
         store,
-        RuntimeBeatRunner(RouteRuntimes(host)),
+        runner or RuntimeBeatRunner(RouteRuntimes(host)),
         config_dir=host.root,
         data_dir=config.host.data_dir,
         default_tz=config.host.timezone,

@@ -85,6 +85,17 @@ class ChannelDirectory:
     def __init__(self) -> None:
         self._connections: dict[str, ChannelConnection] = {}
         self._sent: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+        self._listeners: list[Callable[[], None]] = []
+
+    def add_listener(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` after every change of the live connections (a supervisor tells its workers);
+        returns the function that removes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener()
 
     def connection(self, sid: str) -> ChannelConnection | None:
         """The running connection of ``sid``."""
@@ -99,11 +110,13 @@ class ChannelDirectory:
         if sid in self._connections and self._connections[sid] is not connection:
             logger.warning("two connections claim %s; the newer one sends from now on", sid)
         self._connections[sid] = connection
+        self._changed()
 
     def unregister(self, sid: str, connection: ChannelConnection) -> None:
         """A connection ended."""
         if self._connections.get(sid) is connection:
             del self._connections[sid]
+            self._changed()
 
     def note_sent(self, sid: str, channel_id: str, ids: Sequence[str]) -> None:
         """Remember ids the host sent (the oldest are forgotten beyond a bound)."""

@@ -38,12 +38,13 @@ from ishiki_host.errors import AgentStopped, ChannelError, ChannelUnavailable, F
 from ishiki_host.host.beats import start_heartbeats
 from ishiki_host.host.collector import tuned_collector
 from ishiki_host.host.connections import ChannelDirectory
-from ishiki_host.host.delivery import RuntimeDelivery, Unrouted
+from ishiki_host.host.delivery import Unrouted
 from ishiki_host.host.hostplugins import HostPluginSet
 from ishiki_host.host.lock import PID_FILE, DataDirClaim, claim_data_dir
 from ishiki_host.host.memory_db import HostMemory
 from ishiki_host.host.observability import HostObservability
 from ishiki_host.host.resume import resume_routes
+from ishiki_host.host.roles import HostRole
 from ishiki_host.host.routes import ProfileRoute, RouteTable
 from ishiki_host.host.runtimes import HostRuntimes
 from ishiki_host.host.setup import (
@@ -98,8 +99,10 @@ class Host:
         shutdown_grace: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         model_listeners: Sequence[CallListener] = (),
+        role: HostRole | None = None,
     ):
         self.root = Path(root)
+        self.role = role or HostRole()
         self._given = config
         self._discover = registry or discover
         self.clock: Clock = clock or SystemClock()
@@ -180,12 +183,16 @@ class Host:
         """A JSON snapshot: profiles, routes and their runtimes, channels, the gateway."""
         return {
             "profiles": {p.id: p.state for p in self.config.profiles},
-            "routes": {r.profile.id: sorted(str(k) for k in r.runtimes) for r in self.routes},
+            "routes": self.role.runtimes() if self.role.runtimes is not None else self._routes_status(),
             "channels": self.channels.status(),
             "plugins": self.host_plugins.status(),
             "gateway": self.gateways.gateway.status(),
             "http": self.http.status(),
+            **({"workers": self.role.workers()} if self.role.workers is not None else {}),
         }
+
+    def _routes_status(self) -> dict[str, list[str]]:
+        return {r.profile.id: sorted(str(k) for k in r.runtimes) for r in self.routes}
 
     def report(self) -> dict[str, Any]:
         """The report ``ishiki status`` prints: ``status()`` with the process, each profile's missing services and
@@ -209,7 +216,9 @@ class Host:
     async def _start(self) -> None:
         self._stack.enter_context(tuned_collector())
         config = self._given if self._given is not None else await anyio.to_thread.run_sync(self._load)
-        self._claim = claim_data_dir(config.host.data_dir)  # first: a second host must change nothing
+        role = self.role
+        if role.runs_channels:  # a worker's supervisor holds the lock for the whole host
+            self._claim = claim_data_dir(config.host.data_dir)  # first: a second host must change nothing
         self._config = config
         host = config.host
         grace = self._grace if self._grace is not None else host.shutdown_grace_seconds
@@ -218,7 +227,8 @@ class Host:
         self._stack.enter_context(observed.activity.counting_errors())  # the report's errors of the last hour
         log_config_problems(config)
         listeners = (*observed.call_listeners(), *self._model_listeners)
-        self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root, listeners)
+        share = role.concurrency if role.share is not None else None
+        self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root, listeners, share)
         self._gateways.build(config)
         self.services.timezone = host.timezone
         await self.memory.open(host.data_dir, host.memory, self.services)
@@ -226,7 +236,7 @@ class Host:
             clock=self.clock,
             config_dir=self.root,
             data_dir=host.data_dir,
-            outlets=self.directory,
+            outlets=role.outlets or self.directory,
             models=self._gateways.live_model,
             services=self.services,
             fsync=host.fsync,
@@ -237,23 +247,29 @@ class Host:
             syncer=observed.syncer(),
             channels=lambda: self.channels.status(),
         )
+        if role.fetchers is not None:
+            self._shared_parts.fetchers = role.fetchers
         tg = self._tg = await self._stack.enter_async_context(anyio.create_task_group())
-        self.http = HttpIngress(host.http)
-        await tg.start(self.http.run)  # bound before any channel mounts on it
         self._channels = ChannelSet(self, tg)
-        await observed.start(tg, self._stack)
         self._host_plugins = HostPluginSet(self, tg)
-        await self._host_plugins.reconcile()  # after the HTTP server they mount on, before the channels
+        if role.runs_channels:
+            self.http = HttpIngress(host.http)
+            await tg.start(self.http.run)  # bound before any channel mounts on it
+            await observed.start(tg, self._stack)
+            await self._host_plugins.reconcile()  # after the HTTP server they mount on, before the channels
         for state in config.profiles:
-            log_profile_state(state)
+            if role.runs_channels:  # a worker's profiles are its supervisor's: said once, there
+                log_profile_state(state)
             if state.state == "ready" and state.profile is not None:
                 await self._activate(state)
-        await self._channels.reconcile()
-        self.heartbeats = await start_heartbeats(self, tg)
-        self._resuming = True
-        tg.start_soon(self._resume_unfinished)
+        if role.runs_channels:
+            await self._channels.reconcile()
+            self.heartbeats = await start_heartbeats(self, tg, role.beats)
+        if role.runs_runtimes:
+            self._resuming = True
+            tg.start_soon(self._resume_unfinished)
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
-        if interval > 0:
+        if interval > 0 and role.runs_channels:  # a worker reloads when its supervisor says so
             tg.start_soon(watch, self.clock, interval, self._snapshot, self.reload, await self._snapshot(), self._tick)
         self._running = True
 
@@ -357,10 +373,13 @@ class Host:
                 if self.deactivate(pid, "removed"):
                     logger.info("profile %s was removed; its runtimes stop", pid)
                     report.stopped.append(pid)
-            await self.host_plugins.reconcile()
-            await self.channels.reconcile()
+            if self.role.runs_channels:
+                await self.host_plugins.reconcile()
+                await self.channels.reconcile()
             if self.heartbeats is not None:  # targets may have gained or lost their profile
                 await self.heartbeats.poll(force=True)
+            if self.role.after_reload is not None:
+                await self.role.after_reload()
             return report
 
     def _apply_host_settings(self, old: ConfigDir, new: ConfigDir) -> None:
@@ -395,7 +414,7 @@ class Host:
     async def _resume_unfinished(self) -> None:
         """Spawn the runtimes the host left without a clean stop, so they decide on what they owe now."""
         try:
-            await resume_routes(list(self.routes), self.config.host.data_dir)
+            await resume_routes(list(self.routes), self.config.host.data_dir, self.role.owns)
         finally:
             self._resumed.set()
 
@@ -430,8 +449,9 @@ class Host:
                 logger.debug("no profile claims %s %s; event %s dropped", event.sid, event.channel_id, event.message_id)
                 return Unrouted("unclaimed")
             try:
-                runtime, entry = await route.deliver(route.key_for(event.sid, event.channel_id), event, attachments)
-                return RuntimeDelivery(runtime, entry)
+                return await self.role.placement.deliver(
+                    route, route.key_for(event.sid, event.channel_id), event, attachments
+                )
             except AgentStopped as exc:
                 problem: Exception = exc
             except FactLogError as exc:
@@ -449,6 +469,8 @@ class Host:
         route = self.routes.get(profile_id)
         if route is None:
             raise AgentStopped(f"profile {profile_id!r} is not active")
+        if not self.role.runs_runtimes:
+            raise AgentStopped(f"profile {profile_id!r}: its runtimes run on the worker processes, not here")
         if route.profile.mode == "cross":
             return await route.runtime(RuntimeKey.for_cross(profile_id))
         if sid is None or channel_id is None:

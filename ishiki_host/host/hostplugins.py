@@ -15,8 +15,9 @@ that failed or finished stays listed, with its error, until its block changes.
 
 What a context reads of the host is read when asked, never copied at the plugin's start: the runtimes alive
 (``live_runtime``: a runtime of an active profile whose state is ``ready``), the heartbeats (``None`` until the
-host's heartbeat service runs, which starts just after the host plugins, and on a host without one), the log
-tail, and the entry points of the config directory as last loaded.
+host's heartbeat service runs, which starts just after the host plugins, and on a host without one), DM
+pairing (over the memory database's pairing tables, ``None`` without one), the log tail, and the entry points
+of the config directory as last loaded.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from ishiki_host.addresses.keys import RuntimeKey
     from ishiki_host.config.models import ModelsConfig
     from ishiki_host.core.clock import Clock
-    from ishiki_host.core.tools import Tool
+    from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.heartbeat.service import HeartbeatService
     from ishiki_host.host.host import Host
     from ishiki_host.ingress.types import HttpMount
@@ -54,13 +55,22 @@ if TYPE_CHECKING:
         HostPluginInstance,
         InstalledPlugin,
         LogTail,
+        PairingAdmin,
         ProfileStatus,
     )
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.plugins.services import HostServices
     from ishiki_host.runtime.runtime import AgentRuntime
+    from ishiki_host.store.repos.pairing import PairedSender, PairingRepo, PairingRequest
 
-__all__ = ["STOP_SECONDS", "HostPluginContextImpl", "HostPluginSet", "HostPluginSupervisor", "live_runtime"]
+__all__ = [
+    "STOP_SECONDS",
+    "HostPluginContextImpl",
+    "HostPluginSet",
+    "HostPluginSupervisor",
+    "StorePairingAdmin",
+    "live_runtime",
+]
 
 logger = logging.getLogger("ishiki_host.hostplugins")
 
@@ -165,6 +175,12 @@ class HostPluginContextImpl:
         return self._heartbeats()
 
     @property
+    def pairing(self) -> PairingAdmin | None:
+        """DM pairing on the host's memory database, or ``None`` without one."""
+        store = self._services.memory
+        return None if store is None else StorePairingAdmin(store.pairing)
+
+    @property
     def logs(self) -> LogTail:
         """The host's log tail."""
         return self._logs
@@ -176,6 +192,30 @@ class HostPluginContextImpl:
     def models(self) -> ModelsConfig:
         """The current ``models.yaml``, credentials hidden."""
         return self._models().redacted()
+
+
+class StorePairingAdmin:
+    """The ``PairingAdmin`` of a host plugin over the memory database's pairing repository: the repository's
+    own writes move its approvals' generation, so the host's next admission of that sender sees the change."""
+
+    def __init__(self, repo: PairingRepo):
+        self._repo = repo
+
+    async def requests(self) -> list[PairingRequest]:
+        """The open requests, oldest first."""
+        return await self._repo.requests()
+
+    async def approved(self) -> list[PairedSender]:
+        """Every approval, by profile then sender."""
+        return await self._repo.all_approved()
+
+    async def approve(self, code: str, level: TrustLevel) -> PairedSender:
+        """Approve ``code`` at ``level``; ``PairingCodeError`` for a wrong, used or expired code."""
+        return await self._repo.approve(code, level)
+
+    async def revoke(self, profile: str, sender: str) -> PairedSender | None:
+        """Remove an approval; the one removed, or ``None``."""
+        return await self._repo.revoke(profile, sender)
 
 
 class HostPluginSupervisor:
@@ -393,3 +433,4 @@ async def _stopped(supervisors: list[HostPluginSupervisor]) -> None:
 
 if TYPE_CHECKING:
     _CONTRACT: type[HostPluginContext] = HostPluginContextImpl  # mypy holds the context to its contract
+    _PAIRING: type[PairingAdmin] = StorePairingAdmin

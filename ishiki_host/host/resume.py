@@ -27,7 +27,7 @@ from ishiki_host.runtime.tail import STOP_EVENT
 __all__ = ["needs_attention", "resume_routes", "unfinished_runtimes"]
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from ishiki_host.host.routes import ProfileRoute
 
@@ -97,8 +97,11 @@ def unfinished_runtimes(data_dir: Path, profile_id: str, escaped_profile: str) -
     return keys
 
 
-async def resume_routes(routes: Sequence[ProfileRoute], data_dir: Path) -> None:
-    """Spawn every runtime of ``routes`` whose log needs attention (the host starts them so they decide now)."""
+async def resume_routes(
+    routes: Sequence[ProfileRoute], data_dir: Path, owns: Callable[[RuntimeKey], bool] = lambda key: True
+) -> None:
+    """Spawn every runtime of ``routes`` whose log needs attention (the host starts them so they decide now);
+    only those this process ``owns`` (a worker resumes its own keys; the others resume theirs)."""
     for route in routes:
         pid = route.profile.id
         try:
@@ -109,7 +112,7 @@ async def resume_routes(routes: Sequence[ProfileRoute], data_dir: Path) -> None:
         # Input that came in meanwhile spawned (and so recovered) some of them: their logs are this host's, live or
         # stopped by it since (a stop that left decisions owed is answered at their next start), not what the last
         # host left. The scan may run late on a busy machine, so ``route.ran`` counts stopped runtimes too.
-        keys = [key for key in found if key not in route.ran]
+        keys = [key for key in found if key not in route.ran and owns(key)]
         route.scanned, route.ran = True, set()
         for key in keys:
             if key.mode != route.profile.mode:

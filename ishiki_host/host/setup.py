@@ -15,8 +15,9 @@ stops the host).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +100,9 @@ class GatewaySet:
         transport: httpx.AsyncBaseTransport | None,
         root: Path,
         listeners: Sequence[CallListener] = (),
+        share: Callable[[int], int] | None = None,
     ):
+        self._share = share  # ``max_concurrency`` -> this process's part of it (a worker's), else all of it
         self._clock = clock
         self._seed = seed
         self._transport = transport
@@ -123,8 +126,16 @@ class GatewaySet:
             if cls is not None and provider.api not in apis:
                 apis[provider.api] = cls()
         scheduler = SchedulerConfig(interactive_grace_seconds=config.host.scheduler.interactive_grace_seconds)
+        models = config.models
+        if self._share is not None:  # a worker's share of each provider's calls in flight
+            share = self._share
+            providers = {
+                pid: dataclasses.replace(p, max_concurrency=share(p.max_concurrency))
+                for pid, p in models.providers.items()
+            }
+            models = dataclasses.replace(models, providers=providers)
         gateway = Gateway(
-            config.models,
+            models,
             apis,
             clock=self._clock,
             seed=self._seed,

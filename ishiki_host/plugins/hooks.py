@@ -204,9 +204,12 @@ class InstanceHooks:
     async def call(self, hook: str, *, return_exceptions: bool = False, **kwargs: Any) -> list[Any]:
         """``call_in_order(manager, hook, [instance], ...)``: the awaited results of the instance's
         implementations of ``hook`` (none: ``[]``), each given the arguments it names from ``kwargs``."""
+        implementations = self._table.get(hook)
+        if not implementations:
+            return []  # the common case for most hooks of most instances: no generator, no second coroutine
         calls = (
             (getattr(self.instance, attribute), {arg: kwargs[arg] for arg in argnames})
-            for attribute, argnames in self._table.get(hook, ())
+            for attribute, argnames in implementations
         )
         return await _collect(calls, return_exceptions)
 

@@ -12,8 +12,8 @@ and stops after the channels, before the HTTP server. A reload that changes its 
 removes the block stops it.
 
 Everything the plugin sees of the host is its ``HostPluginContext``: the clock, a logger, a state directory,
-an HTTP mount at ``/<name>``, the host's shared services, a read-only view of the host and a way to ask for
-a reload. It never holds the ``Host`` itself.
+an HTTP mount at ``/<name>``, the host's shared services, a read-only view of the host, the admins of its
+heartbeats and DM pairing, and a way to ask for a reload. It never holds the ``Host`` itself.
 """
 
 from __future__ import annotations
@@ -36,12 +36,13 @@ if TYPE_CHECKING:
     from ishiki_host.config.models import ModelsConfig
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.clock import Clock
-    from ishiki_host.core.tools import Tool
+    from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.errors import ConfigError
     from ishiki_host.ingress.types import HttpMount
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.plugins.services import HostServices
     from ishiki_host.store.repos.beat_types import Beat, BeatRun, BeatSpec
+    from ishiki_host.store.repos.pairing import PairedSender, PairingRequest
 
 __all__ = [
     "RESERVED_PREFIXES",
@@ -52,6 +53,7 @@ __all__ = [
     "InstalledPlugin",
     "LogLine",
     "LogTail",
+    "PairingAdmin",
     "ProfileStatus",
 ]
 
@@ -174,6 +176,36 @@ class HeartbeatAdmin(Protocol):
         ...
 
 
+class PairingAdmin(Protocol):
+    """DM pairing, as an operator's tool manages it (``HostPluginContext.pairing``): what ``ishiki pairing``
+    lists, approves and revokes, on the host's memory database.
+
+    A profile with ``trust.unlisted: pairing`` gives an unlisted sender in a direct chat a code; approving the
+    code lists the sender at a level for that profile, and the running host serves them from their next
+    message. Revoking the approval refuses them from their next message (a direct one gets a new code).
+    """
+
+    async def requests(self) -> list[PairingRequest]:
+        """The open requests (not expired), oldest first."""
+        ...
+
+    async def approved(self) -> list[PairedSender]:
+        """Every approval, by profile then sender."""
+        ...
+
+    async def approve(self, code: str, level: TrustLevel) -> PairedSender:
+        """Let the sender of ``code`` (typed in any case, with spaces or dashes) in at ``level``.
+
+        ``PairingCodeError`` (``ishiki_host.errors``) when no open request has that code: its ``reason`` is
+        ``unknown``, ``approved`` (used before) or ``expired``, and its message says so in words."""
+        ...
+
+    async def revoke(self, profile: str, sender: str) -> PairedSender | None:
+        """Remove the approval of ``sender`` (``platform:userId``) for ``profile``: the approval removed, or
+        ``None`` when there was none."""
+        ...
+
+
 class HostPluginInstance(Protocol):
     """What ``HostPlugin.create`` returns: one life of the plugin, run by the host's supervisor."""
 
@@ -252,6 +284,12 @@ class HostPluginContext(Protocol):
         """The host's heartbeats to list and manage; ``None`` when the host runs none (it has no memory database,
         or ``ishiki.ext.heartbeat`` is not installed) and until its heartbeats start, just after the host plugins
         do: read it when it is needed, not in ``create``."""
+        ...
+
+    @property
+    def pairing(self) -> PairingAdmin | None:
+        """DM pairing's requests and approvals to list, approve and revoke; ``None`` when the host has no memory
+        database (``services.memory_error`` says why), and then it keeps no codes and refuses unlisted senders."""
         ...
 
     @property

@@ -216,6 +216,7 @@ class DraftRelay:
         self._background = background
         self._enabled = profile.stream_replies and profile.reply_with_text and text_is_reply
         self._current: OpenDraft | None = None
+        self._checked: tuple[object, DraftingConnection | None] | None = None  # the last connection asked
         if self._enabled:
             for name in _TURN_ENDS:
                 bus.subscribe(name, self._turn_ended, phase="track")
@@ -225,8 +226,8 @@ class DraftRelay:
         if not self._enabled or step.turn.priority != "interactive":
             return None
         target = self._outbox.default_target()
-        connection: object = self._outbox.connection(target) if target is not None else None
-        if target is None or not isinstance(connection, DraftingConnection):
+        connection = self._drafting(self._outbox.connection(target)) if target is not None else None
+        if target is None or connection is None:
             return None
         stale = self._current
         if stale is not None:  # RuntimeHooks.prepare_step drops it first; this only guards another owner
@@ -235,6 +236,15 @@ class DraftRelay:
         where = (step.turn.number, step.index)
         draft = self._current = OpenDraft(connection, target, draft_id, where, self._background)
         return DraftSink(draft)
+
+    def _drafting(self, connection: object) -> DraftingConnection | None:
+        """``connection`` if it is a ``DraftingConnection``, else ``None``; remembered for the last one asked (a
+        protocol's ``isinstance`` looks every member up, and every step asks about the same connection)."""
+        checked = self._checked
+        if checked is None or checked[0] is not connection:
+            drafting = connection if isinstance(connection, DraftingConnection) else None
+            checked = self._checked = (connection, drafting)
+        return checked[1]
 
     def take(self, step: Step) -> OpenDraft | None:
         """The draft of ``step``, handed to whoever ends it (``None``: the step streamed none). It may be

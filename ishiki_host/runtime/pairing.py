@@ -1,9 +1,11 @@
 """DM pairing in the command layer: what a ``trust.unlisted: pairing`` profile says to unlisted senders.
 
-An unlisted sender of such a profile is refused until an operator approves them. Before each admission of
-an unlisted sender, ``Pairing.refresh`` hands the profile's approvals (``store.repos.pairing``, in the
-memory database, written by ``ishiki pairing approve`` from another process) to the ``TrustPolicy``; the
-repository remembers them until the database changes, so this costs one data-version check a message.
+An unlisted sender of such a profile is refused until an operator approves them, and again once the approval
+is revoked. Before each admission of an unlisted sender, ``Pairing.refresh`` hands the profile's approvals
+(``store.repos.pairing``, in the memory database, written by ``ishiki pairing approve`` and ``revoke`` from
+another process, or by the dashboard in this one) to the ``TrustPolicy``, whole: a revoked sender is simply
+missing from them. The repository remembers them until the database changes, so this costs one data-version
+check a message.
 
 A refused sender in a direct chat gets a code (``PAIRING_TEXT``) and nothing else: the same code while it
 holds, sent again at most every ``RESEND_SECONDS``, a new one after it expired. In a group chat a code would

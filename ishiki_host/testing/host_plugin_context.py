@@ -20,8 +20,9 @@ host refuses it. ``status()`` is a fresh copy of ``report`` when one is set, and
 
 The rest of the host is what the test puts there: ``runtimes`` (the live runtimes by key, e.g. a
 ``TestHarness``'s ``runtime.context``) and ``tool_surfaces`` (what ``tools(key)`` lists), ``heartbeat_admin``
-(``None``: a host without heartbeats), ``installed_plugins``; ``logs`` is a real ``HostLogTail`` the test
-feeds with ``ctx.logs.write("WARNING", "disk almost full")`` (or by logging through ``ctx.logs.installed()``).
+(``None``: a host without heartbeats), ``pairing_admin`` (``None``: a host without a memory database),
+``installed_plugins``; ``logs`` is a real ``HostLogTail`` the test feeds with ``ctx.logs.write("WARNING", "disk
+almost full")`` (or by logging through ``ctx.logs.installed()``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
     from ishiki_host.ingress.types import HttpMount
     from ishiki_host.jsontypes import Json
-    from ishiki_host.plugins.hostplugin import HeartbeatAdmin, HostPluginContext, InstalledPlugin
+    from ishiki_host.plugins.hostplugin import HeartbeatAdmin, HostPluginContext, InstalledPlugin, PairingAdmin
     from ishiki_host.plugins.runtime_api import RuntimeContext
 
 __all__ = ["FakeHostPluginContext"]
@@ -60,8 +61,8 @@ class FakeHostPluginContext:
 
     ``root`` holds the plugin's ``state_dir`` (``root/state``, created on first access). The clock defaults to a
     ``FakeClock``, ``services`` to an empty ``HostServices()`` (no memory, no runtimes, no ``spawn``), the
-    logger to ``ishiki_host.hostplugin.<name>``; no runtime is alive, no heartbeats, nothing installed, no models,
-    and the log tail is empty until the test writes to it.
+    logger to ``ishiki_host.hostplugin.<name>``; no runtime is alive, no heartbeats, no pairing, nothing installed,
+    no models, and the log tail is empty until the test writes to it.
     """
 
     def __init__(
@@ -76,6 +77,7 @@ class FakeHostPluginContext:
         profiles: tuple[ProfileStatus, ...] = (),
         report: Mapping[str, Json] | None = None,
         heartbeats: HeartbeatAdmin | None = None,
+        pairing: PairingAdmin | None = None,
         installed: Sequence[InstalledPlugin] = (),
         models: ModelsConfig | None = None,
     ):
@@ -90,6 +92,7 @@ class FakeHostPluginContext:
         self.runtimes: dict[RuntimeKey, RuntimeContext] = {}
         self.tool_surfaces: dict[RuntimeKey, Sequence[Tool]] = {}
         self.heartbeat_admin = heartbeats
+        self.pairing_admin = pairing
         self.logs = HostLogTail()
         self.activity = RecentActivity(self.clock)  # the made report's ``activity``: a test may count turns into it
         self.installed_plugins = tuple(installed)
@@ -136,6 +139,11 @@ class FakeHostPluginContext:
     def heartbeats(self) -> HeartbeatAdmin | None:
         """``heartbeat_admin`` (pass ``heartbeats=``, or set it)."""
         return self.heartbeat_admin
+
+    @property
+    def pairing(self) -> PairingAdmin | None:
+        """``pairing_admin`` (pass ``pairing=``, or set it)."""
+        return self.pairing_admin
 
     def installed(self) -> tuple[InstalledPlugin, ...]:
         """``installed_plugins``, sorted by group and name as the host sorts them."""

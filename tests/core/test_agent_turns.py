@@ -302,3 +302,23 @@ async def test_an_idle_agent_keeps_nothing_of_its_last_turn(log, make_agent, bus
         gc.collect()
         assert len(turns) == 1
         assert turns[0]() is None
+
+
+@pytest.mark.anyio
+async def test_a_finished_turn_is_freed_without_the_garbage_collector(log, make_agent, bus) -> None:  # type: ignore[no-untyped-def]
+    # Its steps point back at it; once it ends they are let go, so reference counting frees the turn, its steps
+    # and their requests and results at once (the collector would find them only at its next run).
+    turns: list[weakref.ref[Turn]] = []
+    seen: list[int] = []
+    bus.subscribe("turn.start", lambda event: turns.append(weakref.ref(event["turn"])))
+    bus.subscribe("turn.done", lambda event: seen.append(len(turns[0]().steps)))  # type: ignore[union-attr]
+    agent = make_agent(ScriptedModel([reply("", tool_call("echo", {"text": "x"})), "done"]), tools=[ECHO])
+    gc.disable()
+    try:
+        async with running(agent):
+            outcome = await (await agent.continue_("go"))
+            await agent.wait_idle()
+            assert (outcome.status, outcome.steps, seen) == ("done", 2, [2])  # the end event still sees both steps
+            assert turns[0]() is None
+    finally:
+        gc.enable()

@@ -54,15 +54,16 @@ class Running:
         line, _, self.out = self.out.partition(b"\n")
         return line.decode()
 
-    def wait_stderr(self, text: str, timeout: float = 20.0) -> str:
-        """Read stderr until ``text`` appears (``TimeoutError`` when it does not in time); returns what was read."""
+    def wait_stderr(self, text: str, timeout: float = 20.0, *, count: int = 1) -> str:
+        """Read stderr until ``text`` appears ``count`` times (``TimeoutError`` when it does not in time); returns
+        what was read."""
         assert self.process.stderr is not None
         deadline = time.monotonic() + timeout
-        while text not in self.err.decode(errors="replace"):
+        while self.err.decode(errors="replace").count(text) < count:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([self.process.stderr], [], [], max(0.0, left))
             if not ready:
-                raise TimeoutError(f"{text!r} not on stderr within {timeout} s: {self.err.decode()}")
+                raise TimeoutError(f"{text!r} not {count} times on stderr within {timeout} s: {self.err.decode()}")
             chunk = os.read(self.process.stderr.fileno(), 65536)
             if not chunk:
                 raise EOFError(f"stderr closed before {text!r}: {self.err.decode()}")

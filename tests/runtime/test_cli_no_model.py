@@ -42,11 +42,14 @@ def init(start_ishiki: StartIshiki, root: Path) -> None:
     assert code == 0, err
 
 
-def test_a_fresh_init_with_no_server_says_once_what_to_configure(start_ishiki: StartIshiki, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [(), ("--workers", "2")], ids=["one process", "two workers"])
+def test_a_fresh_init_with_no_server_says_once_what_to_configure(
+    start_ishiki: StartIshiki, tmp_path: Path, workers: tuple[str, ...]
+) -> None:
     root = tmp_path / "mybot"
     init(start_ishiki, root)
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    running = start_ishiki("run", str(root), env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": ""})
+    running = start_ishiki("run", str(root), *workers, env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": ""})
     code, out, err = running.finish(input="hello\nstill there?\n")
     assert (code, out) == (0, f"{SORRY}\n"), err  # two failed turns, one streak: one apology
     assert err.count("ishiki run: no model answered") == 1

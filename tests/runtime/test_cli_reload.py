@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
-import select
 import signal
-import time
 from collections.abc import Callable
 from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from ishiki_host.cli._lifeline import GONE, LIFELINE_ENV, open_lifeline, watch_lifeline
 from ishiki_host.cli.reloader import editable_folder, watched_paths
+from ishiki_host.eventloop import backend_options, uvloop_installed
 from ishiki_host.testing import FakeOpenAIServer, profile_yaml, write_config
 from ishiki_host.testing.host import models_yaml
 
@@ -21,21 +23,15 @@ StartIshiki = Callable[..., Any]  # the ``start_ishiki`` fixture of conftest.py
 
 REPO = Path(__file__).resolve().parents[2]
 UP = "channel console is up"
+CAP = 10.0  # the most a lifeline test may take: each waits on an event, this only stops a hang
 
 
-def wait_count(running: Any, text: str, count: int, timeout: float = 60.0) -> str:
-    """Read the child's stderr until ``text`` appears ``count`` times; the stderr read so far."""
-    deadline = time.monotonic() + timeout
-    while running.err.decode(errors="replace").count(text) < count:
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([running.process.stderr], [], [], max(0.0, left))
-        if not ready:
-            raise TimeoutError(f"{text!r} not {count} times on stderr within {timeout} s: {running.err.decode()}")
-        chunk = os.read(running.process.stderr.fileno(), 65536)
-        if not chunk:
-            raise EOFError(f"stderr closed: {running.err.decode()}")
-        running.err += chunk
-    return str(running.err.decode(errors="replace"))
+@pytest.fixture(params=["asyncio", "uvloop"])
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    """Both loops ``ishiki run`` runs the host on (each watches the pipe through its own reader)."""
+    if request.param == "uvloop" and not uvloop_installed():
+        pytest.skip("uvloop is not installed")
+    return ("asyncio", backend_options(request.param))
 
 
 @pytest.mark.slow
@@ -51,14 +47,14 @@ def test_a_changed_plugin_file_restarts_the_host_in_a_fresh_process(
     # Only the plugins folder: the checkout's packages/ may change while the test runs (another edit, a build).
     running = start_ishiki("run", str(root), "--reload", "--reload-dir", str(root / "plugins"))
     running.wait_stderr("ishiki run --reload: watching ")
-    wait_count(running, UP, 1)
+    running.wait_stderr(UP, 60)
     fake_openai.tool_call("send_message", {"messages": ["first"]})
     running.send("one\n")
     assert running.line() == "first"
     first_pid = (root / "data" / "ishiki.pid").read_text(encoding="utf-8").split()[0]
 
     (root / "plugins" / "weather" / "weather.py").write_text("ANSWER = 2\n", encoding="utf-8")
-    err = wait_count(running, UP, 2)
+    err = running.wait_stderr(UP, 60, count=2)
     restarts = [line for line in err.splitlines() if "restarting the host" in line]
     changed = root.resolve() / "plugins" / "weather" / "weather.py"
     assert restarts == [f"ishiki run --reload: {changed} changed; restarting the host"]
@@ -69,10 +65,39 @@ def test_a_changed_plugin_file_restarts_the_host_in_a_fresh_process(
     assert (root / "data" / "ishiki.pid").read_text(encoding="utf-8").split()[0] != first_pid
 
     running.signal(signal.SIGTERM)  # passed on to the host; the supervisor exits with its status
+    # finish() closes stdin: only once the host has taken the signal, or the end of input could stop it first.
+    running.wait_stderr("stopping: SIGTERM", 60, count=2)
     code, out, err = running.finish()
     assert (code, out) == (0, ""), err
     assert err.count("stopping: SIGTERM") == 2
     assert not (root / "data" / "ishiki.pid").exists()
+
+
+@pytest.mark.slow
+def test_a_host_whose_supervisor_is_killed_stops_on_its_own(
+    start_ishiki: StartIshiki, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    host = "reload_interval_seconds: 0\nshutdown_grace_seconds: 1\n"
+    root = write_config(
+        tmp_path / "bot", profiles={"ana": profile_yaml("console:local: ['*']")}, models=models_yaml(fake_openai),
+        host=host, files={"plugins/weather.py": "ANSWER = 1\n"},
+    )  # fmt: skip
+    running = start_ishiki("run", str(root), "--reload-dir", str(root / "plugins"))
+    running.wait_stderr(UP, 60)
+    fake_openai.tool_call("send_message", {"messages": ["hi"]})
+    running.send("hello\n")  # the console still reads the shared stdin and writes the shared stdout
+    assert running.line() == "hi"
+
+    running.signal(signal.SIGKILL)  # no chance to stop the host: only the lifeline tells it
+    assert running.process.wait(timeout=10) == -signal.SIGKILL
+    running.wait_stderr("stopping: the --reload supervisor is gone", 60)  # stdin stays open until then
+    # stderr ends once every process holding it has exited: the orphaned host is gone (the cap is communicate's).
+    _, out, err = running.finish()
+    assert out == "", err
+    assert "stopping: end of console input" not in err
+    assert not (root / "data" / "ishiki.pid").exists()  # removed by the host's own clean stop
+    with (root / "data" / "ishiki.lock").open("rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the data dir is free for the next host
 
 
 @pytest.mark.slow
@@ -97,10 +122,10 @@ def test_a_host_that_fails_to_start_is_tried_again_at_the_next_change(
     failed = "ishiki run --reload: the host exited with status 1; it starts again at the next change"
     running = start_ishiki("run", str(root), "--reload-dir", str(root / "plugins"))  # --reload-dir implies it
     running.wait_stderr("ishiki run --reload: watching ")
-    wait_count(running, failed, 1)
+    running.wait_stderr(failed, 60)
     running.signal(signal.SIGHUP)  # no host to pass it to: nothing happens
     (root / "plugins" / "fix.py").write_text("FIXED = False\n", encoding="utf-8")
-    err = wait_count(running, failed, 2)
+    err = running.wait_stderr(failed, 60, count=2)
     assert err.count("no profile is ready") == 2
     running.signal(signal.SIGTERM)
     code, _, err = running.finish()
@@ -155,3 +180,45 @@ def test_watched_folders_are_the_plugins_folder_packages_and_editable_plugins(tm
 )
 def test_editable_folder_reads_pep_610(text: str | None, folder: Path | None) -> None:
     assert editable_folder(text) == folder
+
+
+@pytest.mark.anyio
+async def test_the_lifeline_stops_the_host_when_its_last_write_end_closes(monkeypatch: pytest.MonkeyPatch) -> None:
+    read_end, write_end = open_lifeline()
+    monkeypatch.setenv(LIFELINE_ENV, str(read_end))
+    reasons: list[str] = []
+    stopped = anyio.Event()
+
+    def request_stop(reason: str) -> None:
+        reasons.append(reason)
+        stopped.set()
+
+    with anyio.fail_after(CAP):
+        async with anyio.create_task_group() as tg:
+            await tg.start(watch_lifeline, request_stop)
+            assert LIFELINE_ENV not in os.environ  # no process the host starts inherits the variable
+            os.write(write_end, b"x")  # not the end: the host goes on
+            os.close(write_end)
+            await stopped.wait()
+    assert reasons == [GONE]
+    with pytest.raises(OSError):
+        os.fstat(read_end)  # closed by the watcher
+
+
+@pytest.mark.anyio
+async def test_without_a_lifeline_the_host_watches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(LIFELINE_ENV, raising=False)
+    with anyio.fail_after(CAP):
+        await watch_lifeline(lambda reason: pytest.fail(f"stopped: {reason}"))
+
+
+@pytest.mark.anyio
+async def test_a_lifeline_variable_that_names_no_pipe_is_logged_and_ignored(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    with (tmp_path / "file").open("wb") as file:
+        for value in ("three", str(file.fileno())):
+            monkeypatch.setenv(LIFELINE_ENV, value)
+            with anyio.fail_after(CAP):
+                await watch_lifeline(lambda reason: pytest.fail(f"stopped: {reason}"))
+            assert f"{LIFELINE_ENV}={value!r} names no inherited pipe" in caplog.text

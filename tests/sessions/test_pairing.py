@@ -1,6 +1,7 @@
 """DM pairing end to end: an unlisted sender of a ``trust.unlisted: pairing`` profile gets a code and nothing
 else; the real ``ishiki pairing approve`` (a subprocess on the same config dir) lets them in at a level, and
-the running host serves their next message at it. Wrong and expired codes, and group chats, are refused."""
+the running host serves their next message at it; ``ishiki pairing revoke`` shuts them out again from their
+next message. Wrong and expired codes, and group chats, are refused."""
 
 from __future__ import annotations
 
@@ -99,6 +100,44 @@ async def test_an_unknown_sender_gets_a_code_and_is_served_once_approved(
         assert f"code {code} was already approved at " in again.stderr
 
 
+async def test_a_revoked_sender_is_refused_from_their_next_message(
+    memory_host: MemoryHost, router: Router, settle: Settle, ishiki_bin: Path
+) -> None:
+    clock = FakeClock(time.time())  # the CLI checks the expiry against the real time
+    async with memory_host(extra=PAIRING, summarizer="off", clock=clock) as th:
+        channel = th.channel()
+        await channel.say("hello?", **BOB)
+        approved = await ishiki(ishiki_bin, "pairing", "approve", code_in(channel.texts()[0]), str(th.root))
+        assert approved.returncode == 0, approved.stderr
+        await settle(runtime_of(await channel.say("hi", **BOB)))
+        assert channel.texts()[1:] == [WELCOME_TEXT, "re: hi"]
+        served = len(router.seen)
+        listed = await ishiki(ishiki_bin, "pairing", "list", str(th.root))
+        assert "Revoke one with: ishiki pairing revoke SENDER [DIR] --profile PROFILE" in listed.stdout
+
+        revoked = await ishiki(ishiki_bin, "pairing", "revoke", "fake:9", str(th.root), "--profile", "ana")
+        assert revoked.returncode == 0, revoked.stderr
+        assert revoked.stdout.startswith("Revoked fake:9 for profile ana (was untrusted).\n")
+        delivery = await channel.say("still there?", **BOB)
+        assert delivery.entry_id is None  # refused: not in the fact log
+        renewed = code_in(channel.texts()[-1])  # a direct chat: a new request, with its code
+        assert channel.texts()[3:] == [PAIRING_TEXT.format(code=renewed, expiry="1 hour")]
+        assert len(router.seen) == served  # nothing more reached the model
+        store = runtime_of(delivery).context.services.memory
+        assert store is not None
+        assert await store.pairing.all_approved() == []
+        assert [r.code for r in await store.pairing.requests()] == [renewed]
+
+        again = await ishiki(ishiki_bin, "pairing", "revoke", "fake:9", str(th.root), "--profile", "ana")
+        assert (again.returncode, again.stderr) == (
+            1,
+            "ishiki pairing: fake:9 is not approved for profile ana (ishiki pairing list shows who is)\n",
+        )
+        unnamed = await ishiki(ishiki_bin, "pairing", "revoke", "fake:9", str(th.root))
+        assert unnamed.returncode == 2
+        assert "--profile" in unnamed.stderr
+
+
 async def test_a_wrong_code_and_an_expired_code_are_refused(
     memory_host: MemoryHost, router: Router, ishiki_bin: Path
 ) -> None:
@@ -147,6 +186,11 @@ async def test_pairing_cli_on_a_dir_without_a_database_or_config(tmp_path: Path,
     approve = await ishiki(ishiki_bin, "pairing", "approve", "abc234", str(tmp_path / "cfg"))
     assert (approve.returncode, approve.stderr) == (1, "ishiki pairing: no pending request with code ABC234\n")
     assert not (tmp_path / "cfg" / "data").exists()  # nothing was created
+    revoke = await ishiki(ishiki_bin, "pairing", "revoke", "fake:9", str(tmp_path / "cfg"), "--profile", "ana")
+    assert (revoke.returncode, revoke.stderr) == (
+        1,
+        "ishiki pairing: fake:9 is not approved for profile ana (ishiki pairing list shows who is)\n",
+    )
     nowhere = await ishiki(ishiki_bin, "pairing", "list", str(tmp_path / "missing"))
     assert nowhere.returncode == 2
     assert "Traceback" not in nowhere.stderr

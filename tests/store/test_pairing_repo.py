@@ -1,5 +1,5 @@
 """The pairing tables: one code per sender while it holds, rate-limited resends, approval, wrong and expired
-codes, and approvals written by another connection seen at once."""
+codes, revocation, and approvals written or revoked by another connection seen at once."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from ishiki_host.core.clock import FakeClock
+from ishiki_host.errors import PairingCodeError, StoreError
 from ishiki_host.store.memory_store import MemoryStore
 from ishiki_host.store.migrations import MIGRATIONS, SCHEMA_VERSION
-from ishiki_host.store.repos.pairing import PairingCodeError, format_time
+from ishiki_host.store.repos.pairing import format_time
 
 pytestmark = pytest.mark.anyio
 
@@ -114,11 +115,42 @@ async def test_an_approval_written_by_another_connection_is_seen_at_the_next_rea
         assert (await host.pairing.approved("ana"))["fake:9"].level == "untrusted"
 
 
+async def test_revoke_removes_one_approval_and_says_what_it_was(db_path: Path) -> None:
+    clock = FakeClock()
+    async with await MemoryStore.open(db_path, clock=clock) as store:
+        for sender in ("fake:8", "fake:9"):
+            code, _ = await ask(store, sender, codes(sender[-1] * 6))
+            await store.pairing.approve(code, "trusted")
+        assert set(await store.pairing.approved("ana")) == {"fake:8", "fake:9"}  # remembered from here on
+        removed = await store.pairing.revoke("ana", "fake:9")
+        assert removed is not None
+        assert (removed.profile, removed.sender, removed.level, removed.code) == ("ana", "fake:9", "trusted", "999999")
+        assert set(await store.pairing.approved("ana")) == {"fake:8"}  # this connection's own delete is seen
+        assert await store.pairing.revoke("ana", "fake:9") is None  # nothing left to remove
+        assert await store.pairing.revoke("bob", "fake:8") is None  # another profile's approval is not this one
+        assert [p.sender for p in await store.pairing.all_approved()] == ["fake:8"]
+        code, send = await ask(store, "fake:9", codes("EEEEEE"))  # a revoked sender who writes asks again
+        assert (code, send) == ("EEEEEE", True)
+        again = await store.pairing.approve(code, "owner")
+        assert (again.level, again.told_at) == ("owner", None)  # welcomed again once let in again
+
+
+async def test_a_revocation_by_another_connection_is_seen_at_the_next_read(db_path: Path) -> None:
+    clock = FakeClock()
+    async with await MemoryStore.open(db_path, clock=clock) as host:
+        code, _ = await ask(host, "fake:9", codes())
+        await host.pairing.approve(code, "trusted")
+        assert "fake:9" in await host.pairing.approved("ana")  # remembered from here on
+        async with await MemoryStore.open(db_path, clock=clock, check=False) as cli:
+            assert await cli.pairing.revoke("ana", "fake:9") is not None
+        assert await host.pairing.approved("ana") == {}
+
+
 async def test_bad_arguments_are_refused(db_path: Path) -> None:
     async with await MemoryStore.open(db_path, clock=FakeClock()) as store:
-        with pytest.raises(Exception, match="positive time"):
+        with pytest.raises(StoreError, match="positive time"):
             await ask(store, "fake:9", codes(), ttl=0)
-        with pytest.raises(Exception, match="level must be"):
+        with pytest.raises(StoreError, match="level must be"):
             await store.pairing.approve("AAAAAA", "admin")  # type: ignore[arg-type]
-        with pytest.raises(Exception, match="empty code"):
+        with pytest.raises(StoreError, match="empty code"):
             await ask(store, "fake:9", codes("--"))

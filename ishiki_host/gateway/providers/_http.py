@@ -40,12 +40,19 @@ def _json_of(response_text: str, model: str, status: int) -> Any:
         raise malformed(model, f"body is not JSON: {response_text[:200]!r}", status=status) from None
 
 
+def _content(body: Mapping[str, Any] | bytes) -> dict[str, Any]:
+    """httpx's keyword for ``body``: JSON bytes already encoded (their ``content-type`` is the caller's
+    headers'), or an object httpx encodes."""
+    return {"content": body} if isinstance(body, bytes) else {"json": body}
+
+
 async def post_json(
-    http: httpx.AsyncClient, url: str, body: Mapping[str, Any], headers: Mapping[str, str], model: str
+    http: httpx.AsyncClient, url: str, body: Mapping[str, Any] | bytes, headers: Mapping[str, str], model: str
 ) -> dict[str, Any]:
-    """POST ``body`` and return the JSON object answered; every failure raises a classified ``ModelError``."""
+    """POST ``body`` (an object, or its JSON bytes) and return the JSON object answered; every failure raises a
+    classified ``ModelError``."""
     try:
-        response = await http.post(url, json=body, headers=dict(headers))
+        response = await http.post(url, headers=dict(headers), **_content(body))
     except httpx.HTTPError as exc:
         raise classify_transport(exc, model) from exc
     secrets = secrets_of(headers)
@@ -61,12 +68,13 @@ async def post_json(
 
 
 async def post_sse(
-    http: httpx.AsyncClient, url: str, body: Mapping[str, Any], headers: Mapping[str, str], model: str
+    http: httpx.AsyncClient, url: str, body: Mapping[str, Any] | bytes, headers: Mapping[str, str], model: str
 ) -> AsyncIterator[SSEEvent]:
-    """POST ``body`` and yield the events of the answer's event stream; failures raise classified errors."""
+    """POST ``body`` (an object, or its JSON bytes) and yield the events of the answer's event stream; failures
+    raise classified errors."""
     secrets = secrets_of(headers)
     try:
-        async with http.stream("POST", url, json=body, headers=dict(headers)) as response:
+        async with http.stream("POST", url, headers=dict(headers), **_content(body)) as response:
             if not response.is_success:
                 await response.aread()
                 raise classify_http(response.status_code, scrub(response.text, secrets), response.headers, model)

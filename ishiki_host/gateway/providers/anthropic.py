@@ -26,14 +26,16 @@ from ishiki_host.core.model import (
     StreamEvent,
     TextDelta,
     ToolCallDelta,
+    ToolSpec,
 )
 from ishiki_host.core.tokens import Estimator, estimate_tokens
 from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.gateway.assemble import StreamAssembler
 from ishiki_host.gateway.classify import malformed, stream_cut
+from ishiki_host.gateway.providers._body import ToolsJSON, json_body
 from ishiki_host.gateway.providers._http import join_url, parse_event_json, post_json, post_sse
 
-__all__ = ["AnthropicMessagesAPI", "AnthropicMessagesClient", "encode_request"]
+__all__ = ["AnthropicMessagesAPI", "AnthropicMessagesClient", "encode_body", "encode_request"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 _FINISH: dict[str, FinishReason] = {
@@ -105,8 +107,16 @@ def encode_messages(messages: tuple[Message, ...], images_ok: bool) -> tuple[str
     return system, out
 
 
-def encode_request(model: ModelSpec, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
-    """The Messages API body for ``request``."""
+def _encode_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": dict(tool.parameters)}
+
+
+_TOOLS = ToolsJSON(_encode_tool)
+
+
+def encode_request(model: ModelSpec, request: ModelRequest, *, stream: bool, tools: bool = True) -> dict[str, Any]:
+    """The Messages API body for ``request`` (``tools=False``: without the ``tools`` list, which ``encode_body``
+    adds as JSON encoded once)."""
     system, messages = encode_messages(request.messages, "image" in model.input)
     body: dict[str, Any] = {"model": model.id, "max_tokens": request.max_tokens or model.max_tokens}
     if system:
@@ -117,9 +127,8 @@ def encode_request(model: ModelSpec, request: ModelRequest, *, stream: bool) -> 
     if request.stop:
         body["stop_sequences"] = list(request.stop)
     if request.tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in request.tools
-        ]
+        if tools:
+            body["tools"] = [_encode_tool(t) for t in request.tools]
         choice = request.tool_choice
         body["tool_choice"] = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}.get(
             choice, {"type": "tool", "name": choice}
@@ -127,6 +136,12 @@ def encode_request(model: ModelSpec, request: ModelRequest, *, stream: bool) -> 
     if stream:
         body["stream"] = True
     return body
+
+
+def encode_body(model: ModelSpec, request: ModelRequest, *, stream: bool) -> bytes:
+    """``encode_request`` as the JSON bytes sent, its tool definitions encoded once per distinct set (``_body``)."""
+    body = encode_request(model, request, stream=stream, tools=False)
+    return json_body(body, tools=_TOOLS.text(request.tools)) if request.tools else json_body(body)
 
 
 def _usage(usage: Any) -> tuple[int | None, int | None]:
@@ -158,7 +173,7 @@ class AnthropicMessagesClient:
     async def generate(self, model: ModelSpec, request: ModelRequest) -> ModelResult:
         """One non-streaming call."""
         name = f"{self.provider.id}:{model.id}"
-        data = await post_json(self.http, self.url, encode_request(model, request, stream=False), self.headers, name)
+        data = await post_json(self.http, self.url, encode_body(model, request, stream=False), self.headers, name)
         content = data.get("content")
         if not isinstance(content, list):
             raise malformed(name, "the answer has no content list")
@@ -183,7 +198,7 @@ class AnthropicMessagesClient:
         assembler = StreamAssembler(name, request, self.estimator)
         tool_index: dict[int, int] = {}  # content-block index -> tool-call ordinal
         done = False
-        body = encode_request(model, request, stream=True)
+        body = encode_body(model, request, stream=True)
         async for event in post_sse(self.http, self.url, body, self.headers, name):
             data = parse_event_json(event, name)
             kind = data.get("type", event.event)

@@ -25,14 +25,16 @@ from ishiki_host.core.model import (
     StreamEvent,
     TextDelta,
     ToolCallDelta,
+    ToolSpec,
 )
 from ishiki_host.core.tokens import Estimator, estimate_tokens
 from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.gateway.assemble import StreamAssembler
 from ishiki_host.gateway.classify import malformed, stream_cut
+from ishiki_host.gateway.providers._body import ToolsJSON, json_body
 from ishiki_host.gateway.providers._http import join_url, parse_event_json, post_json, post_sse
 
-__all__ = ["OpenAICompletionsAPI", "OpenAICompletionsClient", "encode_request"]
+__all__ = ["OpenAICompletionsAPI", "OpenAICompletionsClient", "encode_body", "encode_request"]
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -81,10 +83,21 @@ def _encode_message(message: Message, images_ok: bool) -> dict[str, Any]:
     return {"role": message.role, "content": message.text}
 
 
+def _encode_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": dict(tool.parameters)},
+    }
+
+
+_TOOLS = ToolsJSON(_encode_tool)
+
+
 def encode_request(
-    model: ModelSpec, request: ModelRequest, *, stream: bool, options: Mapping[str, Any]
+    model: ModelSpec, request: ModelRequest, *, stream: bool, options: Mapping[str, Any], tools: bool = True
 ) -> dict[str, Any]:
-    """The Chat Completions body for ``request``."""
+    """The Chat Completions body for ``request`` (``tools=False``: without the ``tools`` list, which
+    ``encode_body`` adds as JSON encoded once)."""
     images_ok = "image" in model.input
     body: dict[str, Any] = {
         "model": model.id,
@@ -97,13 +110,8 @@ def encode_request(
     if request.stop:
         body["stop"] = list(request.stop)
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
-            }
-            for t in request.tools
-        ]
+        if tools:
+            body["tools"] = [_encode_tool(t) for t in request.tools]
         choice = request.tool_choice
         body["tool_choice"] = (
             choice if choice in ("auto", "none", "required") else {"type": "function", "function": {"name": choice}}
@@ -111,6 +119,12 @@ def encode_request(
     if stream and options.get("stream_usage", True):
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+def encode_body(model: ModelSpec, request: ModelRequest, *, stream: bool, options: Mapping[str, Any]) -> bytes:
+    """``encode_request`` as the JSON bytes sent, its tool definitions encoded once per distinct set (``_body``)."""
+    body = encode_request(model, request, stream=stream, options=options, tools=False)
+    return json_body(body, tools=_TOOLS.text(request.tools)) if request.tools else json_body(body)
 
 
 def _content_text(content: Any) -> str:
@@ -165,7 +179,7 @@ class OpenAICompletionsClient:
     async def generate(self, model: ModelSpec, request: ModelRequest) -> ModelResult:
         """One non-streaming call."""
         name = self._name(model)
-        body = encode_request(model, request, stream=False, options=self.provider.options)
+        body = encode_body(model, request, stream=False, options=self.provider.options)
         data = await post_json(self.http, self.url, body, self.headers, name)
         choice = _first_choice(data, name)
         message = choice.get("message")
@@ -186,7 +200,7 @@ class OpenAICompletionsClient:
     async def stream(self, model: ModelSpec, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """One streaming call: text and tool-call deltas, then ``StreamDone``."""
         name = self._name(model)
-        body = encode_request(model, request, stream=True, options=self.provider.options)
+        body = encode_body(model, request, stream=True, options=self.provider.options)
         assembler = StreamAssembler(name, request, self.estimator)
         done = False
         async for event in post_sse(self.http, self.url, body, self.headers, name):

@@ -2,14 +2,16 @@
 
 A profile with ``trust.unlisted: pairing`` answers an unlisted sender in a direct chat with a short code
 (``issue``); ``ishiki pairing approve CODE`` (another process) turns the request into an approval
-(``approve``): the sender is listed at a level for that profile from then on. A request expires
-(``expires_at``); an expired one is kept a while so an operator who types its code is told when it expired,
-then ``expire`` removes it. There is at most one request per profile and sender: asking again while it is
-open gives the same code, and after it expired a new one.
+(``approve``): the sender is listed at a level for that profile from then on, until ``ishiki pairing revoke``
+or the dashboard removes the approval (``revoke``). A request expires (``expires_at``); an expired one is kept
+a while so an operator who types its code is told when it expired, then ``expire`` removes it. There is at
+most one request per profile and sender: asking again while it is open gives the same code, and after it
+expired a new one.
 
 The running host reads the approvals for every message of an unlisted sender (``approved``). The answer is
-remembered with SQLite's ``PRAGMA data_version``, which changes when another connection (the CLI) commits:
-one pragma per message, and the table is read again only after a write.
+remembered with SQLite's ``PRAGMA data_version``, which changes when another connection (the CLI) commits,
+and a generation this repository moves with each of its own writes (the dashboard's, in the host's process):
+one pragma per message, and the table is read again only after a write, an approval or a revocation alike.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ import datetime as dt
 import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, cast
 
 from ishiki_host.core.tools import TRUST_ORDER
-from ishiki_host.errors import StoreError
+from ishiki_host.errors import PairingCodeError, StoreError
 
 if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
@@ -33,7 +35,6 @@ __all__ = [
     "CODE_ALPHABET",
     "Issued",
     "PairedSender",
-    "PairingCodeError",
     "PairingRepo",
     "PairingRequest",
     "format_time",
@@ -50,7 +51,11 @@ _PAIRED_COLUMNS = "profile, sender, level, code, approved_at, told_at"
 
 @dataclass(frozen=True, slots=True)
 class PairingRequest:
-    """An unlisted sender's request: the code they were given, where they asked, and until when it holds."""
+    """An unlisted sender's request: the code they were given, where they asked, and until when it holds.
+
+    ``sender`` is ``platform:userId``, ``channel`` where they asked (``sid channel_id``), ``name`` the name the
+    platform gave; the times are Unix seconds (``sent_at``: when the code was last sent to them).
+    """
 
     code: str
     profile: str
@@ -69,7 +74,8 @@ class PairingRequest:
 
 @dataclass(frozen=True, slots=True)
 class PairedSender:
-    """An approved sender: listed at ``level`` for ``profile``; ``told_at`` is when the host told them."""
+    """An approved sender (``platform:userId``): listed at ``level`` for ``profile`` since ``approved_at``, with
+    the ``code`` they asked with; ``told_at`` is when the host welcomed them (``None`` until their next message)."""
 
     profile: str
     sender: str
@@ -90,15 +96,6 @@ class Issued:
 
     request: PairingRequest
     send: bool
-
-
-class PairingCodeError(StoreError):
-    """``approve`` of a code that cannot be approved: ``reason`` says why (the message says it in words)."""
-
-    def __init__(self, code: str, reason: Literal["unknown", "expired", "approved"], message: str):
-        self.code = code
-        self.reason = reason
-        super().__init__(message)
 
 
 def normalize_code(text: str) -> str:
@@ -235,6 +232,24 @@ class PairingRepo:
             return [PairedSender.from_row(row) for row in rows]
 
         return await self._db.read(run)
+
+    async def revoke(self, profile: str, sender: str) -> PairedSender | None:
+        """Remove the approval of ``sender`` for ``profile``; the approval removed, ``None`` when there was none.
+
+        The running host refuses the sender from their next message (their next direct message gets a new code).
+        """
+
+        def run(conn: sqlite3.Connection) -> PairedSender | None:
+            row = conn.execute(
+                f"SELECT {_PAIRED_COLUMNS} FROM paired_senders WHERE profile = ? AND sender = ?", (profile, sender)
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM paired_senders WHERE profile = ? AND sender = ?", (profile, sender))
+            self._generation += 1
+            return PairedSender.from_row(row)
+
+        return await self._db.write(run)
 
     async def mark_told(self, profile: str, sender: str) -> bool:
         """Record that ``sender`` was told of their approval; whether it was still untold."""

@@ -7,16 +7,23 @@ The order of one update is fixed, and it is what makes "nothing lost" hold:
    known to have no owner); a dispatch that fails is retried with back-off, and set aside only when the host
    rejected it or after the account's ``update_tries`` failed tries, so one poison update never holds back
    the ones after it (``ishiki_channel_telegram.intake``);
-3. only then is the offset moved to its id + 1 and handed to the ``OffsetSaver`` (written behind, at once),
-   and the next ``getUpdates`` confirms it to Telegram.
+3. only then is the offset moved to its id + 1 (once the updates received before it are handled too) and
+   handed to the ``OffsetSaver`` (written behind, at once).
+
+Polling does not wait for step 2: a message that joins a running turn is durable only when the turn's step
+ends, and a ``/stop`` sent meanwhile must be fetched, and answered ahead of it. The next ``getUpdates`` asks
+past every update received, which makes Telegram forget them; those not yet handled are first written whole
+to the state file (``held``, synced to the disk), and a restart takes them from there
+(``ishiki_channel_telegram.intake``).
 
 A malformed update is set aside (it could never be handled); an unknown kind is confirmed and logged at
-debug level. A crash between 2 and 3 makes Telegram send the update again: its events carry the same
-``extra.updateId`` (and message id), so the host can recognise the repeat. Update ids may go backwards
-(Telegram renumbers after a long pause): repeats are recognised by id, never by "below the offset". Back-off
-with jitter (from the injected random source) covers network errors and 5xx, a 429 waits ``retry_after``, a
-409 is reported once per episode and retried; all waits go through the host's clock. ``status()`` reports
-the mode, the offset and the updates set aside.
+debug level. A crash between 2 and 3 makes the update come again (from Telegram, or from ``held``): its
+events carry the same ``extra.updateId`` (and message id), so the host can recognise the repeat. Update ids
+may go backwards (Telegram renumbers after a long pause): repeats are recognised by id, never by "below the
+offset". Back-off with jitter (from the injected random source) covers network errors and 5xx, a 429 waits
+``retry_after``, a 409 is reported once per episode and retried; all waits go through the host's clock.
+``status()`` reports the mode, the offset and the updates set aside; ``settled()`` waits until every update
+received is handled.
 
 Polling starts by deleting a webhook left set (``getUpdates`` is refused while one is). In webhook mode
 (``mode: webhook``) Telegram posts each update to the host's HTTP server instead, and steps 1 and 3 are
@@ -124,7 +131,8 @@ class TelegramConnection:
 
     @property
     def offset(self) -> int | None:
-        """The next ``offset`` polling asks for (``None`` before the first run, or when nothing was saved)."""
+        """The confirmed ``offset``: every update before it is handled (``None`` before the first run, or when
+        nothing was saved)."""
         return self._intake.offset if self._intake is not None else self._state.offset
 
     def status(self) -> dict[str, Json]:
@@ -137,6 +145,12 @@ class TelegramConnection:
         bot = f"@{self._bot.username}" if self._bot else None
         webhook = self._receiver.status() if self._receiver is not None else None
         return {"bot": bot, "mode": self._account.mode, **state, **({"webhook": webhook} if webhook else {})}
+
+    async def settled(self) -> None:
+        """Return once every update polling received so far is handled: durable in the host, a repeat, or set
+        aside (Telegram forgets an update before that; see the module docstring). At once when not running."""
+        if self._intake is not None:
+            await self._intake.settled()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Connect (``getMe``), report readiness, then poll (or serve the webhook) until cancelled;
@@ -219,6 +233,7 @@ class TelegramConnection:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(saver.run)
+                await tg.start(intake.run, shaper)
                 if webhook:
                     self._receiver = WebhookReceiver(intake, shaper, self._account, logger=self._log)
                     await serve_webhook(self._host, api, self._account, self._receiver, task_status=task_status)
@@ -237,12 +252,13 @@ class TelegramConnection:
         trouble: str | None = None
         cleared = False  # a webhook left set (by webhook mode) is deleted before the first poll
         while True:
+            offset = await intake.next_offset()
             try:
                 if not cleared:
                     await clear_webhook(api, self._account, self._log)
                     cleared = True
                 updates = await api.get_updates(
-                    offset=intake.offset,
+                    offset=offset,
                     poll_timeout=self._account.poll_timeout,
                     limit=self._account.poll_limit,
                     allowed_updates=self._account.allowed_updates,
@@ -262,7 +278,7 @@ class TelegramConnection:
                 self._log.warning("telegram account %s: polling resumed", self._account.label)
                 trouble = None
             backoff.reset()
-            if not await intake.handle(updates, shaper):
+            if not await intake.submit(updates, shaper):
                 await self._host.clock.sleep(backoff.next_delay())
 
     def _report(self, exc: TelegramError, trouble: str | None) -> str:

@@ -3,12 +3,15 @@
 Telegram forgets an update only when a later ``getUpdates`` asks for a higher ``offset``; until then it sends
 it again. The connection confirms an update (moves the offset past it) only after the host said the event is
 durable (or the update was set aside), and saves the offset here at once, so a restart asks for exactly the
-updates not yet handled.
+updates not yet handled (and takes those Telegram was already told to forget from ``held``, below).
 
 The file is replaced atomically (a temporary file, then a rename), so a crash leaves the old offset or the new
 one, never half a file. ``OffsetSaver`` writes behind the poll loop: each confirmed offset is handed to it at
 once, and it writes the latest one whenever the previous write is done, so a slow disk never slows dispatch and
-the saved offset trails the confirmed one by at most the updates confirmed during one write.
+the saved offset trails the confirmed one by at most the updates confirmed during one write. A state may be
+handed over as a callable, asked for the state when the write begins (the intake's ``held`` is gathered once per
+write, not at every change). ``written()`` waits for the state last handed over to be on the disk: polling
+waits for it (or for the updates in hand to be handled) before asking past ``held``.
 
 A lagging offset (the process died between the host's answer and the save, or the machine lost power before
 the page cache reached the disk) can only make Telegram send an update again, never skip one; the event carries
@@ -17,13 +20,21 @@ starts from Telegram's own memory of what was confirmed.
 
 Beside the offset the file keeps what a poison update needs to be recognised across restarts (``PollState``):
 the update being retried and how many of its tries failed (``failing``), and how many updates were set aside
-so far (``setAside``). Both are left out while empty, so the file of a bot without trouble is
+so far (``setAside``). They are left out while empty, so the file of a bot without trouble is
 ``{botId, offset}``.
 
+Polling goes on while an update is still being dispatched (``ishiki_channel_telegram.intake``: a message that
+joins a running turn is durable only when the turn's step ends, and a ``/stop`` sent meanwhile must be seen).
+A ``getUpdates`` asking past an update makes Telegram forget it, so before such a poll the updates fetched and
+not yet handled are written here in full (``held``, oldest first, the file synced to the disk): from then on
+this file is what a restart takes them from. ``offset`` stays the confirmed one (every update before it is
+handled), and ``recent`` lists the ids handled ahead of a held one (a command answered at once), so that a
+restart recognises them if Telegram sends them again.
+
 In webhook mode there is no offset to confirm (a 200 answer confirms an update; ``offset`` is ``null``), and
-the file keeps the ids of the last updates handled instead (``recent``, at most ``RECENT_SAVED``): Telegram
-redelivers an update whose 200 never reached it, after a restart too, and such an update, set aside or
-taken, is then recognised without being tried again.
+``recent`` keeps the ids of the last updates handled instead (at most ``RECENT_SAVED``): Telegram redelivers an
+update whose 200 never reached it, after a restart too, and such an update, set aside or taken, is then
+recognised without being tried again.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,13 +63,16 @@ connections), so every update a crash left unanswered is among them."""
 @dataclass(frozen=True, slots=True)
 class PollState:
     """What a restart resumes from: the confirmed ``offset`` (``None``: ask Telegram), the update being retried
-    as ``(update_id, failed tries)``, how many updates were set aside so far, and (webhook mode) the ids of
-    the last updates handled, oldest first."""
+    as ``(update_id, failed tries)``, how many updates were set aside so far, the ids of updates handled that
+    the offset does not cover (webhook mode: the last ones handled; polling: those handled ahead of a held
+    one), oldest first, and the updates fetched but not yet handled that Telegram may have forgotten already
+    (``held``, whole, oldest first)."""
 
     offset: int | None = None
     failing: tuple[int, int] | None = None
     set_aside: int = 0
     recent: tuple[int, ...] = ()
+    held: tuple[dict[str, Any], ...] = ()
 
     def to_json(self, bot_id: int) -> dict[str, Any]:
         """The file's object (empty parts left out)."""
@@ -68,6 +83,8 @@ class PollState:
             data["setAside"] = self.set_aside
         if self.recent:
             data["recent"] = list(self.recent)
+        if self.held:
+            data["held"] = list(self.held)
         return data
 
     @classmethod
@@ -83,7 +100,10 @@ class PollState:
         recent = data.get("recent", [])
         if not isinstance(recent, list) or not all(_is_int(item) for item in recent):
             raise ValueError("'recent' is not a list of update ids")
-        return cls(data["offset"], failing, set_aside, tuple(recent[-RECENT_SAVED:]))
+        held = data.get("held", [])
+        if not isinstance(held, list) or not all(isinstance(u, dict) and _is_int(u.get("update_id")) for u in held):
+            raise ValueError("'held' is not a list of updates")
+        return cls(data["offset"], failing, set_aside, tuple(recent[-RECENT_SAVED:]), tuple(held))
 
 
 def _is_int(value: object) -> bool:
@@ -139,8 +159,14 @@ class OffsetStore:
     def _save(self, state: PollState) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temp = self.path.with_name(f".{_FILE}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps(state.to_json(self.bot_id)), "utf-8")
+        with temp.open("w", encoding="utf-8") as file:
+            file.write(json.dumps(state.to_json(self.bot_id)))
+            if state.held:  # Telegram is about to forget these: this file must hold them through a power cut
+                file.flush()
+                os.fsync(file.fileno())
         os.replace(temp, self.path)
+        if state.held:
+            _sync_directory(self.path.parent)
 
     def _set_aside(self, why: str) -> None:
         aside = self.path.with_name(self.path.name + ".bad")
@@ -149,6 +175,21 @@ class OffsetStore:
             os.replace(self.path, aside)
         except OSError as exc:
             self._logger.warning("could not move %s aside: %s", self.path, exc)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable, where the system can (a directory that cannot be opened or
+    synced, as on Windows and some network file systems, is left to the system)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 class OffsetSaver:
@@ -161,14 +202,28 @@ class OffsetSaver:
     def __init__(self, store: OffsetStore, *, logger: logging.Logger):
         self._store = store
         self._logger = logger
-        self._latest: PollState | None = None
+        self._latest: PollState | Callable[[], PollState] | None = None
         self._saved: PollState | None = None
         self._wake = anyio.Event()
+        self._asked = 0  # how many states were handed over; the last one is ``_latest``
+        self._done = 0  # the count of the last one written (or found written already)
+        self._failed = 0  # the count of the last one whose write failed
+        self._flushed = anyio.Event()
 
-    def request(self, state: PollState) -> None:
-        """Save ``state`` (or a later one) soon."""
+    def request(self, state: PollState | Callable[[], PollState]) -> None:
+        """Save ``state`` (or a later one) soon; a callable is asked for the state when the write begins."""
         self._latest = state
+        self._asked += 1
         self._wake.set()
+
+    async def written(self) -> bool:
+        """Wait until the state last requested (or a later one) is on the disk; False when writing it failed."""
+        target = self._asked
+        while self._done < target:
+            if self._failed >= target:
+                return False
+            await self._flushed.wait()
+        return True
 
     async def run(self) -> None:
         """Save whenever asked, until cancelled."""
@@ -182,12 +237,16 @@ class OffsetSaver:
                 await self._flush()
 
     async def _flush(self) -> None:
-        state = self._latest
-        if state is None or state == self._saved:
-            return
+        latest, count = self._latest, self._asked
+        state = latest() if callable(latest) else latest
         try:
-            await self._store.save(state)
+            if state is not None and state != self._saved:
+                await self._store.save(state)
+                self._saved = state
+            self._done = count
         except OSError as exc:
+            self._failed = count
             self._logger.error("could not save the telegram offset to %s: %s", self._store.path, exc)
-            return
-        self._saved = state
+        finally:
+            self._flushed.set()
+            self._flushed = anyio.Event()

@@ -57,6 +57,14 @@ def turns_in(root: Path, channel: str) -> int:
     return sum(1 for e in facts(root, channel) if e["data"].get("name") == "turn.start")
 
 
+async def taken(th: Any) -> None:
+    """Until the bot's connection has handled every update it received (durable in the host): Telegram is told
+    to forget an update while it is still being dispatched, so its ``pending`` going empty is not that."""
+    (supervisor,) = th.host.channels.supervisors()
+    with anyio.fail_after(10):
+        await supervisor.connection.settled()
+
+
 async def settled(th: Any) -> None:
     """Until every runtime of the host has no turn running or queued."""
     with anyio.fail_after(10):
@@ -133,7 +141,8 @@ async def test_an_edit_gets_no_second_answer(bot_host, telegram_server, fake_ope
         await settled(th)
         telegram_server.edit_message(message, "is the tea ready?")
         edit = telegram_server.pending[-1]
-        await telegram_server.until(lambda: telegram_server.confirmed > edit["update_id"])  # durable
+        await telegram_server.until(lambda: telegram_server.confirmed > edit["update_id"])
+        await taken(th)
         await settled(th)
     entries = inbound_entries(th.root, "private:42")
     assert [e["data"]["source"]["content"] for e in entries] == ["is teh tea ready?", "is the tea ready?"]
@@ -199,6 +208,7 @@ async def test_the_network_gone_for_minutes_then_back_loses_nothing(
         telegram_server.offline = False
         await fake_clock.advance(30)
         await telegram_server.until(lambda: telegram_server.pending == [] and len(telegram_server.sent) >= 1)
+        await taken(th)
         await settled(th)
     contents = [e["data"]["source"]["content"] for e in inbound_entries(th.root, "private:42")]
     assert contents == ["are you there?", "hello??"]

@@ -53,9 +53,11 @@ async def test_a_restart_after_the_pause_follows_the_new_numbering_from_the_save
         await telegram_server.until(lambda: telegram_server.polling_offset == 500_001)
     telegram_server.renumber(77)
     telegram_server.push_message(private_chat(ALICE), "while the bot was down")
-    async with running(telegram_connection()):
+    connection = telegram_connection()
+    async with running(connection):
         events = await telegram_host.wait_for_events(2)
         await telegram_server.until(lambda: telegram_server.polling_offset == 78)
+        await connection.settled()
     assert events[-1].content == "while the bot was down"
     assert _polls(telegram_server)[1] == 500_001  # it asked from the saved offset, and was given id 77
     assert len(_resets(caplog)) == 1

@@ -44,6 +44,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("chat", "Chat", "/chat"),
     ("models", "Models", "/models"),
     ("heartbeats", "Heartbeats", "/heartbeats"),
+    ("pairing", "Pairing", "/pairing"),
     ("memories", "Memories", "/memories"),
     ("plugins", "Plugins", "/plugins"),
     ("logs", "Logs", "/logs"),

@@ -165,7 +165,7 @@ class WebConnection:
         deregister: list[Callable[[], None]] = []
         self._report = lambda: self._ready(task_status, deregister)
         try:
-            await self._lives()
+            await self._lives_with_intake(self._intake)
         finally:
             self._client, self._report, self._reported = None, lambda: None, False
             self._state = "failed" if self._state == "failed" else "stopped"
@@ -213,6 +213,19 @@ class WebConnection:
         self._state = state
 
     # -- internals --------------------------------------------------------------------------------------------
+
+    async def _lives_with_intake(self, intake: Intake) -> None:
+        """The lives, beside the intake's lanes (the messages in hand outlive a life); an error comes out as
+        itself, not as an exception group."""
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(intake.run)
+                await self._lives()
+        except BaseExceptionGroup as group:
+            error: BaseException = group
+            while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+                error = error.exceptions[0]
+            raise error from None
 
     async def _lives(self) -> None:
         out = self._out or sys.stderr

@@ -1,5 +1,7 @@
 """One life of the linked device: a client connected (paired first when there is no session), its events
-handled in the order they came, until the life ends.
+handled in the order they came, until the life ends. A message is handed to the intake (``Intake.submit``:
+checked and shaped here, dispatched in the intake's lanes), so a message waiting on a running turn holds back
+neither a command after it nor the life's own events.
 
 The events (neonize's, read with ``wire``) and what each does:
 
@@ -214,7 +216,7 @@ class DeviceLife:
                 await self._client.set_online()
         early, self._early = self._early, []
         for message in early:
-            await self._intake.take(message, self._shaper, self._client)
+            await self._intake.submit(message, self._shaper, self._client)
         return None
 
     async def _disconnected(self, _: Any) -> str | None:
@@ -227,7 +229,7 @@ class DeviceLife:
         if self._shaper is None:
             self._early.append(event)  # a message before Connected: who the device is is not known yet
         else:
-            await self._intake.take(event, self._shaper, self._client)
+            await self._intake.submit(event, self._shaper, self._client)
         return None
 
     async def _logged_out(self, event: Any) -> str | None:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ishiki_dashboard.pages import chat, conversations, heartbeats, logs, memories, models, overview, plugins
+from ishiki_dashboard.pages import (
+    chat,
+    conversations,
+    heartbeats,
+    logs,
+    memories,
+    models,
+    overview,
+    pairing,
+    plugins,
+)
 
 if TYPE_CHECKING:
     from ishiki_dashboard.app import Dashboard
@@ -14,5 +24,5 @@ __all__ = ["register_all"]
 
 def register_all(dash: Dashboard) -> None:
     """Register every page of the dashboard on ``dash``."""
-    for module in (overview, conversations, chat, models, heartbeats, memories, plugins, logs):
+    for module in (overview, conversations, chat, models, heartbeats, pairing, memories, plugins, logs):
         module.register(dash)
