@@ -96,7 +96,7 @@ def _list(args: argparse.Namespace) -> int:
         except StoreError as exc:
             return _fail(str(exc))
     if args.json:
-        print_json({"requests": [_request_json(r) for r in requests], "approved": [_paired_json(p) for p in approved]})
+        print_json({"requests": [r.to_json() for r in requests], "approved": [p.to_json() for p in approved]})
     else:
         print("\n".join(_render(requests, approved)))
     return 0
@@ -179,29 +179,6 @@ def _render(requests: list[PairingRequest], approved: list[PairedSender]) -> lis
     if approved:
         lines.append("Revoke one with: ishiki pairing revoke SENDER [DIR] --profile PROFILE")
     return lines
-
-
-def _request_json(request: PairingRequest) -> dict[str, Any]:
-    return {
-        "code": request.code,
-        "profile": request.profile,
-        "sender": request.sender,
-        "name": request.name,
-        "channel": request.channel,
-        "requestedAt": request.requested_at,
-        "expiresAt": request.expires_at,
-    }
-
-
-def _paired_json(paired: PairedSender) -> dict[str, Any]:
-    return {
-        "profile": paired.profile,
-        "sender": paired.sender,
-        "level": paired.level,
-        "code": paired.code,
-        "approvedAt": paired.approved_at,
-        "toldAt": paired.told_at,
-    }
 
 
 def _fail(message: str) -> int:

@@ -326,7 +326,12 @@ class WorkerPool:
                     if on_ready is not None:
 
                         async def told() -> None:
-                            await on_ready(status.index, peer)
+                            try:
+                                await on_ready(status.index, peer)
+                            except Exception as exc:  # it could not be told what it must know: start it again
+                                if not isinstance(exc, PeerClosed):  # (it died meanwhile: said as its death)
+                                    logger.warning("worker %d could not be made ready: %s", status.index, exc)
+                                await peer.aclose()
 
                         await _first(told, peer.wait_closed)
                     if not peer.closed:

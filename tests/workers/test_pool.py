@@ -10,7 +10,7 @@ import random
 import signal
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import anyio
@@ -19,7 +19,7 @@ import pytest
 from ishiki_host.core.backoff import jittered_delay
 from ishiki_host.core.clock import Clock, FakeClock, SystemClock
 from ishiki_host.errors import ChannelUnavailable
-from ishiki_host.workers.peer import Handler, Peer
+from ishiki_host.workers.peer import Handler, Peer, PeerClosed
 from ishiki_host.workers.pool import WorkerPool
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +29,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def pool(
-    tmp_path: Path, modes: Mapping[int, str], *, start_timeout: float = 60.0, clock: Clock | None = None
+    tmp_path: Path,
+    modes: Mapping[int, str],
+    *,
+    start_timeout: float = 60.0,
+    clock: Clock | None = None,
+    on_ready: Callable[[int, Peer], Awaitable[None]] | None = None,
 ) -> WorkerPool:
     def command(index: int, socket_path: Path) -> list[str]:
         return [sys.executable, str(SCRIPT), str(socket_path), str(index), modes.get(index, "serve")]
@@ -40,7 +45,7 @@ def pool(
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return WorkerPool(
         len(modes), command, handlers, socket_path=tmp_path / "w.sock", clock=clock or SystemClock(),
-        rng=random.Random(7), env=env, start_timeout=start_timeout,
+        rng=random.Random(7), env=env, start_timeout=start_timeout, on_ready=on_ready,
     )  # fmt: skip
 
 
@@ -156,3 +161,30 @@ async def test_a_socket_path_too_long_for_a_unix_socket_is_refused_naming_it(tmp
     )  # fmt: skip
     with pytest.raises(OSError, match=r"socket path .*dddd/w\.sock is too long"):
         await workers.run()
+
+
+async def test_a_worker_that_cannot_be_told_what_it_must_know_is_started_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    failures: list[Exception] = [PeerClosed("it died while it was told"), ValueError("no channel list")]
+
+    async def on_ready(index: int, peer: Peer) -> None:
+        if failures:
+            raise failures.pop(0)
+
+    clock = FakeClock()
+    workers = pool(tmp_path, {0: "serve"}, clock=clock, on_ready=on_ready)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(workers.run)
+        while (workers.status()[0].restarts, workers.status()[0].state) != (2, "ready"):  # each failed telling is a
+            # death, restarted after its back-off
+            if workers.status()[0].state == "restarting":
+                await clock.wait_for_sleepers(1)
+                await clock.advance(30)
+            else:
+                await workers.wait_change(0)
+        peer = await workers.wait_peer(0)
+        assert await pid_of(peer) == workers.status()[0].pid  # the third start was told, and serves
+        await workers.stop(10)
+        tg.cancel_scope.cancel()
+    assert "worker 0 could not be made ready: no channel list" in caplog.text

@@ -29,6 +29,7 @@ from ishiki_host.errors import PairingCodeError, StoreError
 if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.tools import TrustLevel
+    from ishiki_host.jsontypes import Json
     from ishiki_host.store.db import Database
 
 __all__ = [
@@ -71,6 +72,18 @@ class PairingRequest:
         """Build from a row selected with the repository's request columns."""
         return cls(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7])
 
+    def to_json(self) -> dict[str, Json]:
+        """The JSON form ``ishiki pairing list --json`` and the dashboard's ``/api/pairing`` give."""
+        return {
+            "code": self.code,
+            "profile": self.profile,
+            "sender": self.sender,
+            "name": self.name,
+            "channel": self.channel,
+            "requestedAt": self.requested_at,
+            "expiresAt": self.expires_at,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class PairedSender:
@@ -88,6 +101,17 @@ class PairedSender:
     def from_row(cls, row: sqlite3.Row) -> PairedSender:
         """Build from a row selected with the repository's approval columns."""
         return cls(row[0], row[1], cast("TrustLevel", row[2]), row[3], row[4], row[5])
+
+    def to_json(self) -> dict[str, Json]:
+        """The JSON form ``ishiki pairing list --json`` and the dashboard's ``/api/pairing`` give."""
+        return {
+            "profile": self.profile,
+            "sender": self.sender,
+            "level": self.level,
+            "code": self.code,
+            "approvedAt": self.approved_at,
+            "toldAt": self.told_at,
+        }
 
 
 @dataclass(frozen=True, slots=True)

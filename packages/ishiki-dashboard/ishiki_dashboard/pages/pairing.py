@@ -87,9 +87,7 @@ class _Pairing:
         """The open requests and the approvals as JSON."""
         admin = self._admin()
         requests, approved = await admin.requests(), await admin.approved()
-        return json_response(
-            {"requests": [_request_json(r) for r in requests], "approved": [_paired_json(p) for p in approved]}
-        )
+        return json_response({"requests": [r.to_json() for r in requests], "approved": [p.to_json() for p in approved]})
 
     # -- the forms --------------------------------------------------------------------------------------
 
@@ -107,7 +105,7 @@ class _Pairing:
             raise Problem(409, str(exc), field="code") from exc
         detail: dict[str, Json] = {"code": paired.code, "profile": paired.profile, "sender": paired.sender}
         self.dash.audit("pairing.approve", {**detail, "level": paired.level})
-        return self._done(request, {"approved": _paired_json(paired)})
+        return self._done(request, {"approved": paired.to_json()})
 
     async def revoke(self, request: DashRequest) -> HttpResponse:
         """Remove the approval of ``sender`` for ``profile`` (audited)."""
@@ -120,7 +118,7 @@ class _Pairing:
         if removed is None:
             raise Problem(404, f"{sender} is not approved for profile {profile}", field="sender")
         self.dash.audit("pairing.revoke", {"profile": profile, "sender": sender, "level": removed.level})
-        return self._done(request, {"revoked": _paired_json(removed)})
+        return self._done(request, {"revoked": removed.to_json()})
 
     def _admin(self) -> PairingAdmin:
         admin = self.ctx.pairing
@@ -212,26 +210,3 @@ def _left(seconds: float) -> str:
     """``in 42 min`` (rounded up), ``in 2 h``."""
     minutes = max(1, -int(-seconds // 60))
     return f"in {minutes} min" if minutes < 120 else f"in {minutes // 60} h"
-
-
-def _request_json(request: PairingRequest) -> dict[str, Json]:
-    return {
-        "code": request.code,
-        "profile": request.profile,
-        "sender": request.sender,
-        "name": request.name,
-        "channel": request.channel,
-        "requestedAt": request.requested_at,
-        "expiresAt": request.expires_at,
-    }
-
-
-def _paired_json(paired: PairedSender) -> dict[str, Json]:
-    return {
-        "profile": paired.profile,
-        "sender": paired.sender,
-        "level": paired.level,
-        "code": paired.code,
-        "approvedAt": paired.approved_at,
-        "toldAt": paired.told_at,
-    }
