@@ -9,7 +9,7 @@ import importlib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,6 +28,30 @@ def crash_harness(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """``bench/_crash.py`` (``CrashPlan``, ``CrashRun``, ``CrashReport``)."""
     monkeypatch.syspath_prepend(str(BENCH))  # the bench scripts' own view: ``import _crash_model`` from their folder
     return importlib.import_module("_crash")
+
+
+CrashRunner = Callable[[Any], Awaitable[tuple[Any, str]]]
+
+
+@pytest.fixture
+def crash_run(
+    crash_harness: ModuleType, ishiki_bin: Path, tmp_path: Path, subprocess_env: dict[str, str]
+) -> CrashRunner:
+    """Run a ``CrashPlan`` in ``tmp_path``; the report and its printed summary. A life still running at the plan's
+    cap fails the test as "timed out": that is no verdict on the properties, so no property is said to break."""
+
+    async def run(plan: Any) -> tuple[Any, str]:
+        report = await crash_harness.CrashRun(plan, tmp_path / "crash", ishiki_bin, env=subprocess_env).run()
+        summary = "\n".join(report.lines())
+        print(summary)
+        late = [
+            f"life {life.index} ({life.trigger}), {life.seconds:.0f} s; see {life.log}" for life in report.timed_out()
+        ]
+        if late:
+            pytest.fail(f"timed out: {len(late)} life(s) still running at {plan.life_cap:g} s:\n" + "\n".join(late))
+        return report, summary
+
+    return run
 
 
 @pytest.fixture
