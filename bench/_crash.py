@@ -52,6 +52,7 @@ from _crash_check import (
 )
 from _crash_model import RationalModel, Traffic
 from _crash_platforms import PLATFORMS, Platform
+from _workers import children
 
 from ishiki_host.testing import FakeOpenAIServer
 
@@ -255,7 +256,7 @@ class CrashRun:
                 tg.cancel_scope.cancel()
         finally:
             self.model.disarm()
-            workers = _children(process.pid)
+            workers = children(process.pid)
             if process.returncode is None:
                 process.kill()
             with anyio.CancelScope(shield=True):
@@ -292,7 +293,7 @@ class CrashRun:
         """SIGKILL ``plan.worker_kills`` workers of this life, each after a seeded number of messages sent."""
         for _ in range(self.plan.worker_kills):
             await self._sent_more(self.rng.randint(1, max(1, self.plan.max_events // 3)))  # before the life's end
-            workers = _children(supervisor)
+            workers = children(supervisor)
             if not workers:
                 return
             _kill(self.rng.choice(workers))
@@ -359,15 +360,6 @@ def _check_exits(lives: list[Life]) -> Property:
         if not life.timed_out and life.code != (0 if life.trigger in ("final", "restart") else -signal.SIGKILL)
     ]
     return Property("every life ended as planned", not wrong, f"{len(lives)} lives", tuple(wrong))
-
-
-def _children(pid: int) -> list[int]:
-    """The live child processes of ``pid`` (a supervisor's workers), from ``/proc``."""
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="ascii")
-    except OSError:
-        return []
-    return sorted(int(child) for child in text.split())
 
 
 def _wait_exits(pids: list[int]) -> None:

@@ -12,19 +12,28 @@ predicate, woken by whatever the fake sees.
   webhook played here: every message is posted, signed, to the host's HTTP ingress, and posted again until
   it is answered 200, as Meta redelivers for days. Four posts are in flight at a time. WhatsApp's Cloud API
   has no groups, so its plans have none.
+- ``OneBotPlatform``: QQ over OneBot v11 in ``http`` mode, the package's ``FakeOneBot`` as the implementation
+  (its HTTP API takes what the bot sends; its ``get_login_info`` is the host starting to listen), and the
+  implementation's event posts played here: each message is posted to the host's ingress and posted again until
+  it is answered 204, four at a time. (Over a WebSocket v11 has no acknowledgement, so only this mode can
+  have an event sent again after a kill.) Group messages mention nobody, so they are recorded and not answered.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import Protocol, Self
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Generic, Protocol, Self, TypeVar
 
 import anyio
 import httpx
 from _crash_model import Message
+from ishiki_channel_onebot.testing import FakeOneBot
+from ishiki_channel_onebot.testing import group_message as onebot_group_message
+from ishiki_channel_onebot.testing import private_message as onebot_private_message
 from ishiki_channel_telegram.testing import DEFAULT_TOKEN, FakeBotAPI, group_chat, private_chat, user
 from ishiki_channel_whatsapp.testing import (
     DEFAULT_ACCESS_TOKEN,
@@ -36,9 +45,10 @@ from ishiki_channel_whatsapp.testing import (
     text_message,
 )
 
-__all__ = ["PLATFORMS", "Platform", "TelegramPlatform", "WhatsAppPlatform"]
+__all__ = ["PLATFORMS", "OneBotPlatform", "Platform", "Redelivery", "TelegramPlatform", "WhatsAppPlatform"]
 
 _FOREVER = 3600.0
+T = TypeVar("T")
 
 
 class Platform(Protocol):
@@ -152,30 +162,34 @@ class TelegramPlatform:
             self.bot.offline = False
 
 
-class WhatsAppPlatform:
-    """WhatsApp's Cloud API: the fake Graph API, and Meta's webhook deliveries (see the module docstring)."""
+class Redelivery(Generic[T]):
+    """The platform's side of a push channel that sends input until the host confirms it (Meta's webhooks, a
+    OneBot implementation's event posts): ``posters`` deliveries in flight at once, each repeated until
+    ``deliver(item)`` says it was confirmed. Between two tries of a host that is down (or not listening yet)
+    a poster waits for the next sign of life, ``requested()`` (the platform's fake taking a request: a host
+    starts with one), or a short pause (a host that keeps running but answers "not yet")."""
 
-    name = "whatsapp"
-    has_groups = False
-    posters = 4
-
-    def __init__(self) -> None:
-        self.graph = FakeGraphAPI()
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}/hooks/whatsapp/0"
-        self._queue: deque[dict[str, object]] = deque()
+    def __init__(
+        self,
+        deliver: Callable[[T], Awaitable[bool]],
+        requested: Callable[[], int],
+        wait_for_request: Callable[[int], Awaitable[None]],
+        posters: int = 4,
+    ):
+        self._deliver = deliver
+        self._requested = requested
+        self._wait_for_request = wait_for_request
+        self._posters = posters
+        self._queue: deque[T] = deque()
         self._in_flight = 0
-        self._confirmed = 0
+        self.confirmed = 0
         self._changed = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
-        self._client = httpx.AsyncClient(timeout=30.0, trust_env=False)
-        self._driver = WebhookDriver(self.url, app_secret=DEFAULT_APP_SECRET, client=self._client)
 
     async def __aenter__(self) -> Self:
-        await self.graph.__aenter__()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        for _ in range(self.posters):
+        for _ in range(self._posters):
             self._tg.start_soon(self._post_forever)
         return self
 
@@ -183,6 +197,79 @@ class WhatsAppPlatform:
         assert self._tg is not None
         self._tg.cancel_scope.cancel()
         await self._tg.__aexit__(None, None, None)
+
+    def put(self, item: T) -> None:
+        """Deliver ``item`` (after those queued before it)."""
+        self._queue.append(item)
+        self._notify()
+
+    def pending(self) -> bool:
+        """Whether an item waits to be confirmed."""
+        return bool(self._queue) or self._in_flight > 0
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        """Return once ``predicate()`` holds, checked after each confirmation and each request the fake takes
+        (``wait_for_request(count)`` returns once it took more than ``count`` of them)."""
+        with anyio.fail_after(_FOREVER):
+            while not predicate():
+                await self._next_change()
+
+    async def _next_change(self) -> None:
+        requested, changed = self._requested(), self._changed
+        async with anyio.create_task_group() as tg:
+
+            async def on_request() -> None:
+                await self._wait_for_request(requested)
+                tg.cancel_scope.cancel()
+
+            async def on_confirmed() -> None:
+                await changed.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(on_request)
+            tg.start_soon(on_confirmed)
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def _post_forever(self) -> None:
+        while True:
+            while not self._queue:
+                await self._next_change()
+            item = self._queue.popleft()
+            self._in_flight += 1
+            try:
+                while not await self._deliver(item):
+                    with anyio.move_on_after(0.05):
+                        await self._next_change()
+            finally:
+                self._in_flight -= 1
+            self.confirmed += 1
+            self._notify()
+
+
+class WhatsAppPlatform:
+    """WhatsApp's Cloud API: the fake Graph API, and Meta's webhook deliveries (see the module docstring)."""
+
+    name = "whatsapp"
+    has_groups = False
+
+    def __init__(self) -> None:
+        self.graph = FakeGraphAPI()
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/hooks/whatsapp/0"
+        self._client = httpx.AsyncClient(timeout=30.0, trust_env=False)
+        self._driver = WebhookDriver(self.url, app_secret=DEFAULT_APP_SECRET, client=self._client)
+        self._meta = Redelivery(self._deliver, lambda: len(self.graph.calls), self._graph_took_more)
+
+    async def __aenter__(self) -> Self:
+        await self.graph.__aenter__()
+        await self._meta.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._meta.__aexit__()
         await self._client.aclose()
         await self.graph.__aexit__(None, None, None)
 
@@ -203,66 +290,28 @@ class WhatsAppPlatform:
 
     def push(self, message: Message) -> None:
         sender = str(4_915_100_000_000 + message.chat)
-        self._queue.append(text_message(sender, f"hello {message.token}"))
-        self._notify()
+        self._meta.put(text_message(sender, f"hello {message.token}"))
 
     def sent(self) -> Iterable[str]:
         return (m.text for m in self.graph.sent if m.text is not None)
 
     def pending(self) -> bool:
-        return bool(self._queue) or self._in_flight > 0
+        return self._meta.pending()
 
     def ready_count(self) -> int:
         return self.graph.count("phone")
 
     def confirmed(self) -> int:
-        return self._confirmed
+        return self._meta.confirmed
 
     async def until(self, predicate: Callable[[], bool]) -> None:
-        with anyio.fail_after(_FOREVER):
-            while not predicate():
-                await self._next_change()
+        await self._meta.until(predicate)
 
     async def hang_up(self) -> None:
         """Nothing waits: each webhook is posted by the harness and answered, or posted again."""
 
-    async def _next_change(self) -> None:
-        """Until the fake Graph API takes a request or a webhook is answered."""
-        calls, changed = len(self.graph.calls), self._changed
-        async with anyio.create_task_group() as tg:
-
-            async def on_graph() -> None:
-                await self.graph.until(lambda: len(self.graph.calls) > calls, deadline=math.inf)
-                tg.cancel_scope.cancel()
-
-            async def on_webhook() -> None:
-                await changed.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(on_graph)
-            tg.start_soon(on_webhook)
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def _post_forever(self) -> None:
-        """Meta's side: post the next message until it is answered 200. Between two tries of a host that is
-        down (or not listening yet), wait for the next sign of life: a request to the Graph API (a host
-        starts with one), or a short pause (a host that keeps running but answers 503)."""
-        while True:
-            while not self._queue:
-                await self._next_change()
-            message = self._queue.popleft()
-            self._in_flight += 1
-            try:
-                while not await self._deliver(message):
-                    with anyio.move_on_after(0.05):
-                        await self._next_change()
-            finally:
-                self._in_flight -= 1
-            self._confirmed += 1
-            self._notify()
+    async def _graph_took_more(self, calls: int) -> None:
+        await self.graph.until(lambda: len(self.graph.calls) > calls, deadline=math.inf)
 
     async def _deliver(self, message: dict[str, object]) -> bool:
         sender = str(message["from"])
@@ -273,7 +322,86 @@ class WhatsAppPlatform:
         return answer.status_code == 200
 
 
-PLATFORMS: dict[str, Callable[[], Platform]] = {"telegram": TelegramPlatform, "whatsapp": WhatsAppPlatform}
+class OneBotPlatform:
+    """QQ over OneBot v11 in http mode: the package's fake implementation, and its event posts played here (see
+    the module docstring)."""
+
+    name = "onebot"
+    has_groups = True
+
+    def __init__(self) -> None:
+        self.bot = FakeOneBot()
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/hooks/onebot/0"
+        self._client = httpx.AsyncClient(timeout=30.0, trust_env=False)
+        self._posts = Redelivery(self._deliver, lambda: len(self.bot.calls), self._bot_took_more)
+
+    async def __aenter__(self) -> Self:
+        await self.bot.__aenter__()
+        await self._posts.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._posts.__aexit__()
+        await self._client.aclose()
+        await self.bot.__aexit__(None, None, None)
+
+    def host_yaml(self) -> str:
+        return (
+            f"http: {{listen: '127.0.0.1:{self.port}'}}\nchannels:\n  onebot:\n    accounts:\n"
+            f"      - mode: http\n        url: {self.bot.http_url}\n        self_id: '{self.bot.self_id}'\n"
+            "        access_token: ${CRASH_ONEBOT_TOKEN}\n        backoff_max: 1\n"
+        )
+
+    def claim(self) -> str:
+        return f"onebot:{self.bot.self_id}: ['*']"
+
+    def env(self) -> dict[str, str]:
+        return {"CRASH_ONEBOT_TOKEN": str(self.bot.access_token)}
+
+    def push(self, message: Message) -> None:
+        bot = self.bot.self_id
+        if message.direct:
+            frame = onebot_private_message(bot, 10_000 + message.chat, f"hello {message.token}", nickname="P")
+        else:
+            frame = onebot_group_message(bot, 900_000 + message.chat, 20_000 + message.chat, f"chatter {message.token}")
+        self._posts.put(json.dumps(frame).encode())
+
+    def sent(self) -> Iterable[str]:
+        return (m.text for m in self.bot.sent)
+
+    def pending(self) -> bool:
+        return self._posts.pending()
+
+    def ready_count(self) -> int:
+        return self.bot.count("get_login_info")
+
+    def confirmed(self) -> int:
+        return self._posts.confirmed
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        await self._posts.until(predicate)
+
+    async def hang_up(self) -> None:
+        """Nothing waits: each event is posted by the harness and answered, or posted again."""
+
+    async def _bot_took_more(self, calls: int) -> None:
+        await self.bot.until(lambda: len(self.bot.calls) > calls, deadline=math.inf)
+
+    async def _deliver(self, body: bytes) -> bool:
+        headers = {"Authorization": f"Bearer {self.bot.access_token}", "Content-Type": "application/json"}
+        try:
+            answer = await self._client.post(self.url, content=body, headers=headers)
+        except httpx.TransportError:
+            return False
+        return answer.status_code == 204
+
+
+PLATFORMS: dict[str, Callable[[], Platform]] = {
+    "onebot": OneBotPlatform,
+    "telegram": TelegramPlatform,
+    "whatsapp": WhatsAppPlatform,
+}
 
 
 def _free_port() -> int:

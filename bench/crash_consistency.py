@@ -8,7 +8,8 @@ entries (a redelivered update recorded again), direct messages left unanswered b
 in flight (at most once), and how long a host takes to poll Telegram again after a SIGKILL, against the same
 after a clean stop. ``--quick``: 100 messages, 20 chats, 6 kills. ``--platform whatsapp`` runs the bot on
 WhatsApp's Cloud API instead (its webhooks posted until answered 200; no groups; "polls" is then the
-phone-number check a host makes at start).
+phone-number check a host makes at start); ``--platform onebot`` on QQ over OneBot v11 in http mode (the fake
+implementation's event posts repeated until answered 204; "polls" is then its ``get_login_info`` at start).
 
     .venv/bin/python bench/crash_consistency.py [--quick] [--runs N] [--seed N] [--platform P] [--json PATH]
 """
@@ -50,7 +51,8 @@ async def measure(bench: Bench) -> None:
     bench.note(f"{runs} run(s) of {plan.messages} messages, {plan.chats} chats, {plan.kills} kills")
     after_kill = [statistics.median(_ready(r, killed=True)) for r in reports]
     after_stop = [statistics.median(_ready(r, killed=False)) for r in reports]
-    first = "first getUpdates" if plan.platform == "telegram" else "its phone-number check"
+    starts = {"telegram": "first getUpdates", "onebot": "its get_login_info"}
+    first = starts.get(plan.platform, "its phone-number check")
     bench.add(f"host listens again after a SIGKILL (start to {first})", "s", after_kill,
               baseline="the same after a clean stop", baseline_samples=after_stop, paired=True,
               target="~1")  # fmt: skip

@@ -18,51 +18,25 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import anyio
-from _fake_server import fake_model_process, models_yaml
+from _fake_server import fake_model_process
 from _report import Bench, run
+from _workers import TOKEN, running_host, write_config
 from ishiki_channel_telegram.testing import FakeBotAPI, private_chat, user
 
 LATENCY = 0.05
 CONCURRENCY = 64
-TOKEN = "7000000002:AABenchTokenForTheLoopbackBotAPI_012345"
-ISHIKI = Path(sys.executable).with_name("ishiki")
-
-
-def write_config(root: Path, bot: FakeBotAPI, model_url: str) -> Path:
-    """A config dir whose profile answers every direct message on the fake Bot API's bot."""
-    files = {
-        "ishiki.yaml": (
-            "reload_interval_seconds: 0\nshutdown_grace_seconds: 5\nlog_level: warning\nfsync: turn\n"
-            f"channels:\n  telegram:\n    accounts:\n      - token: {TOKEN}\n        api_base: {bot.url}\n"
-            "        poll_timeout: 1\n"
-        ),
-        "models.yaml": models_yaml(model_url, CONCURRENCY),
-        "profiles/ana/profile.yml": f"model: default\nchannels:\n  telegram:{TOKEN.split(':')[0]}: ['*']\n",
-        "profiles/ana/persona.md": "You are Ana. Acknowledge every message.\n",
-    }
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, "utf-8")
-    return root
 
 
 async def one_rate(base: Path, model_url: str, workers: int, chats: int) -> float:
     """Turns per second of the measured wave with ``workers`` worker processes."""
     async with FakeBotAPI(token=TOKEN) as bot:
-        root = write_config(base / f"w{workers}", bot, model_url)
-        process = await anyio.open_process(
-            [str(ISHIKI), "run", str(root), "--workers", str(workers)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
+        root = write_config(base / f"w{workers}", bot, model_url, CONCURRENCY)
+        async with running_host(root, workers):
 
             async def wave() -> float:
                 sent = len(bot.sent)
@@ -74,10 +48,6 @@ async def one_rate(base: Path, model_url: str, workers: int, chats: int) -> floa
 
             await wave()  # every chat spawns its runtime
             return chats / await wave()
-        finally:
-            process.terminate()
-            with anyio.fail_after(60):
-                await process.wait()
 
 
 async def measure(bench: Bench) -> None:

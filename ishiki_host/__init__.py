@@ -6,11 +6,11 @@ engine, an extension, a model API or a host plugin needs nothing else: the plugi
 ``Reminders``), the channel contract (``ChannelHost``, ``IshikiEvent``, ``SendResult``, ``split_message``), the
 host-plugin contract (``HostPluginContext``, ``HostPluginInstance``, ``ProfileStatus``), the HTTP ingress a
 webhook channel or a host plugin serves on (``HttpMount``, ``HttpRequest``, ``HttpResponse``, ``HttpStream``,
-``sse_event``), the model's Markdown as marked text for a channel's renderer (``parse_markdown``, ``Marked``,
-``cut_marked``), the agent core (messages, models, tools, hooks, the fact log), resources, the model-API helpers
-and the config loaders. Test helpers are ``ishiki_host.testing``; errors are ``ishiki_host.errors``. ``__all__``
-is exact and sorted, and every name's ``__module__`` is ``ishiki_host`` (tests keep both so); see
-``docs/plugins.md``.
+``sse_event``, and ``HttpWebSocket`` for a platform that connects and stays), the model's Markdown as marked
+text for a channel's renderer (``parse_markdown``, ``Marked``, ``cut_marked``), the agent core (messages,
+models, tools, hooks, the fact log), resources, the model-API helpers and the config loaders. Test helpers are
+``ishiki_host.testing``; errors are ``ishiki_host.errors``. ``__all__`` is exact and sorted, and every name's
+``__module__`` is ``ishiki_host`` (tests keep both so); see ``docs/plugins.md``.
 """
 
 import types
@@ -82,11 +82,20 @@ from ishiki_host.core.strict_json import loads_strict
 from ishiki_host.core.tokens import Estimator, estimate_tokens, host_estimator
 from ishiki_host.core.tools import Tool, ToolContext, ToolHandler, ToolResult, TrustLevel, trust_allows
 from ishiki_host.core.turns import Step, ToolCallRecord, Turn, TurnHandle, TurnOutcome, TurnStatus
-from ishiki_host.core.window import project_entries, select_session_window
+from ishiki_host.core.window import Projection, project_entries, select_session_window
 from ishiki_host.gateway.api import ModelAPI, ProviderClient
 from ishiki_host.gateway.attribution import usage_purpose
 from ishiki_host.gateway.classify import classify_http, classify_transport, malformed
-from ishiki_host.ingress.types import HttpHandler, HttpMount, HttpRequest, HttpResponse, HttpStream, sse_event
+from ishiki_host.ingress.types import (
+    HttpHandler,
+    HttpMount,
+    HttpRequest,
+    HttpResponse,
+    HttpStream,
+    HttpWebSocket,
+    WebSocketHandler,
+    sse_event,
+)
 from ishiki_host.jsontypes import Json
 from ishiki_host.plugins.base import CheckContext, ContextEngine, Extension, ToolcallEngine, WakeupEngine
 from ishiki_host.plugins.commands import Command, CommandContext, CommandHandler, CommandTable, HostView
@@ -101,7 +110,9 @@ from ishiki_host.plugins.hostplugin import (
     LogTail,
     PairingAdmin,
     ProfileStatus,
+    RuntimeLogView,
 )
+from ishiki_host.plugins.logview import FactLogView
 from ishiki_host.plugins.reminders import REMINDERS, Reminder, Reminders, ScheduledReminder
 from ishiki_host.plugins.runtime_api import (
     ContextEngineInstance,
@@ -133,6 +144,7 @@ from ishiki_host.store.memory_store import MemoryStore
 from ishiki_host.store.repos.beat_types import Beat, BeatRun, BeatSpec, BeatTarget, BeatType
 from ishiki_host.store.repos.memory_types import Memory, MemoryDraft, MemoryHit, MemoryScope, MemoryType, ScopeMode
 from ishiki_host.store.repos.pairing import PairedSender, PairingRequest
+from ishiki_host.store.repos.people import PersonProfile
 from ishiki_host.store.repos.plugin_settings import PluginKind
 from ishiki_host.store.repos.usage import CallTotal, ToolTotal, UsagePoint, UsageSum, UsageTotals, usage_cost
 from ishiki_host.tools.kernel import OPEN_TOOLS
@@ -184,6 +196,7 @@ __all__ = [
     "EventValue",
     "Extension",
     "FactLog",
+    "FactLogView",
     "FakeClock",
     "Finding",
     "FindingLevel",
@@ -199,6 +212,7 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "HttpStream",
+    "HttpWebSocket",
     "ImagePart",
     "InboundAttachment",
     "InstalledPlugin",
@@ -231,12 +245,14 @@ __all__ = [
     "PairingAdmin",
     "PairingRequest",
     "Part",
+    "PersonProfile",
     "Plugin",
     "PluginConfig",
     "PluginKind",
     "Priority",
     "Profile",
     "ProfileStatus",
+    "Projection",
     "ProviderClient",
     "ProviderConfig",
     "Quote",
@@ -252,6 +268,7 @@ __all__ = [
     "RuntimeContext",
     "RuntimeDirectory",
     "RuntimeKey",
+    "RuntimeLogView",
     "RuntimeMode",
     "ScheduledReminder",
     "SchemeHandler",
@@ -299,6 +316,7 @@ __all__ = [
     "User",
     "WakeupEngine",
     "WakeupEngineInstance",
+    "WebSocketHandler",
     "YamlDocument",
     "__version__",
     "channel_id",

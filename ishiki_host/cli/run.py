@@ -12,6 +12,8 @@ every member of a model has failed before any answered, stderr says once what to
 SIGHUP reloads the config (so does ``ishiki reload DIR``); a second SIGINT or SIGTERM exits at once. A SIGINT
 or SIGTERM before the host runs (while the config loads and plugins import, as a busy machine may take a while)
 is a clean stop too: exit 0, nothing started (``_EarlyStop``).
+Once the host runs, the start-up heap is frozen out of the garbage collector's walks
+(``ishiki_host.host.collector.freeze_startup_heap``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Awaitable, Callable, Mapping
 
     from anyio.abc import TaskStatus
 
@@ -178,6 +180,7 @@ class _Workers:
         self.count = count
         self.fixed = fixed
         self.logs = logs
+        self.reshaped: ConfigDir | None = None  # set when a reload asked for another shape: serve that config next
 
     def supervision(self, root: Path, config: ConfigDir) -> WorkerSupervision | None:
         """The supervision of ``count`` workers (``None`` for one process)."""
@@ -188,20 +191,64 @@ class _Workers:
 
         level, log_format = self.logs
         options = ["--log-level", level, "--log-format", log_format, "--event-loop", config.host.event_loop]
-        return WorkerSupervision(root.resolve(), self.count, options, clock=SystemClock(), fixed=self.fixed)
+        return WorkerSupervision(
+            root.resolve(), self.count, options, clock=SystemClock(), fixed=self.fixed, one_process=self.reshape
+        )
+
+    def reshape(self, host: Host, wanted: int) -> None:
+        """A reload asked for ``wanted`` workers where this process cannot take them as it runs (one process
+        becoming a supervisor, or a supervisor becoming one process): stop the host cleanly, and serve again in
+        the new shape (``_serve``), as a restart would, without the process ending."""
+        shape = "one process" if wanted == 1 else f"a supervisor of {wanted} workers"
+        logging.getLogger("ishiki_host.cli").warning(
+            "ishiki.yaml: workers changed from %d to %d; restarting the host as %s", self.count, wanted, shape
+        )
+        self.count, self.reshaped = wanted, host.config
+        host.request_stop(f"workers changed to {wanted}")
+
+    def after_reload(self, host: Callable[[], Host]) -> Callable[[], Awaitable[None]]:
+        """A single host's hook after each of its reloads: a ``workers`` of more than one reshapes it (unless
+        ``--workers`` fixed the count)."""
+
+        async def check() -> None:
+            from ishiki_host.config.host import resolved_workers
+
+            wanted = resolved_workers(host().config.host.workers)
+            if wanted == self.count:
+                return
+            if self.fixed:
+                logging.getLogger("ishiki_host.cli").warning(
+                    "ishiki.yaml: workers %d; --workers %d given, so it stays %d", wanted, self.count, self.count
+                )
+                return
+            self.reshape(host(), wanted)
+
+        return check
 
 
 async def _serve(
     root: Path, config: ConfigDir, raw: Mapping[str, RawProvider], early: _EarlyStop, workers: _Workers
 ) -> int:
+    while True:  # once more for each reload that changed the host's shape (``_Workers.reshape``)
+        code = await _serve_shape(root, config, raw, early, workers)
+        if workers.reshaped is None or code != 0:
+            return code
+        config, workers.reshaped = workers.reshaped, None
+
+
+async def _serve_shape(
+    root: Path, config: ConfigDir, raw: Mapping[str, RawProvider], early: _EarlyStop, workers: _Workers
+) -> int:
     from ishiki_host.cli._hints import ModelHint
     from ishiki_host.host.host import Host
+    from ishiki_host.host.roles import HostRole
     from ishiki_host.workers.supervisor import socket_folder
 
     hint = ModelHint(lambda: host.gateways.gateway, raw)
     supervision = workers.supervision(root, config)
     if supervision is None:
-        host = Host(root, config=config, model_listeners=[hint])
+        role = HostRole(after_reload=workers.after_reload(lambda: host))
+        host = Host(root, config=config, role=role, model_listeners=[hint])
         return await _serve_host(host, None, early)
     with socket_folder() as socket_path:
         host = Host(root, config=config, role=supervision.role(socket_path), model_listeners=[hint])
@@ -216,6 +263,7 @@ async def _serve_host(host: Host, supervision: WorkerSupervision | None, early: 
     from ishiki_host.cli._lifeline import watch_lifeline
     from ishiki_host.errors import ConfigDirLocked
     from ishiki_host.eventloop import running_loop
+    from ishiki_host.host.collector import freeze_startup_heap
 
     async with anyio.create_task_group() as tg:
         await tg.start(_signals, host)  # the receiver is up before anything of the host starts
@@ -227,6 +275,8 @@ async def _serve_host(host: Host, supervision: WorkerSupervision | None, early: 
         try:
             async with host:
                 logging.getLogger("ishiki_host.cli").info("event loop: %s", running_loop())
+                frozen = freeze_startup_heap()  # no full collection walks what start-up made again
+                logging.getLogger("ishiki_host.cli").debug("%d objects of the start-up frozen", frozen)
                 # With workers, they drain first (their turns still send through this host's channels).
                 async with supervision.running(host) if supervision is not None else contextlib.nullcontext():
                     await host.wait_stop_requested()

@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", choices=LEVELS, default="info")
     parser.add_argument("--log-format", choices=FORMATS, default="text")
     parser.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"), default="auto")
+    parser.add_argument("--slots", choices=("lease", "split"), default="split", help="how max_concurrency is shared")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     setup_logging(args.log_level, args.log_format)
@@ -70,7 +71,13 @@ async def _serve(args: argparse.Namespace) -> int:
             root = Path(args.dir)
             raw = raw_providers(root)
             code = await serve_worker(
-                root, Path(args.socket), args.index, args.count, terminated, lambda gateway: ModelHint(gateway, raw)
+                root,
+                Path(args.socket),
+                args.index,
+                args.count,
+                terminated,
+                lambda gateway: ModelHint(gateway, raw),
+                args.slots,
             )
             tg.cancel_scope.cancel()
     return code

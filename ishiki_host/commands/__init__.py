@@ -52,7 +52,12 @@ def builtin_commands() -> tuple[Command, ...]:
             "Summarize this session into memory and continue from the summary.",
             trust="trusted",
         ),
-        Command("memory", memory_command, "Show the summary carried into this session."),
+        Command(
+            "memory",
+            memory_command,
+            "Show the summary carried into this session, or (the owner) what I keep about a person.",
+            "[about @name [new text|forget]]",
+        ),
         Command("memories", memories_command, "List the newest long-term memories.", "[type] [count]", trust="trusted"),
         Command("tools", tools_command, "List the tools, or switch one.", "[enable|disable NAME]", trust="trusted"),
         Command(

@@ -1,4 +1,9 @@
-"""The session and memory built-ins: ``/clear`` (``/reset``), ``/compact``, ``/memory``, ``/memories``."""
+"""The session and memory built-ins: ``/clear`` (``/reset``), ``/compact``, ``/memory``, ``/memories``.
+
+``/memory about @name [new text|forget]`` is the owner's view of the profile the persona keeps of a person
+(``memory.people``): shown, rewritten (its trust level kept) or deleted. ``@name`` is the person's name, their
+user id or ``platform:userId``; a group's profile is named by its chat, ``platform:selfId group:id``.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MEMORIES",
+    "about_command",
     "clear_command",
     "compact_command",
     "memories_command",
@@ -40,7 +46,13 @@ async def compact_command(ctx: CommandContext, args: str) -> str:
 
 
 async def memory_command(ctx: CommandContext, args: str) -> str:
-    """``/memory``: the summary carried into this session, when the asker's level may read it."""
+    """``/memory``: the summary carried into this session, when the asker's level may read it;
+    ``/memory about @name ...``: a person's profile (the module docstring)."""
+    words = args.split(maxsplit=1)
+    if words and words[0].lower() == "about":
+        return await about_command(ctx, words[1] if len(words) > 1 else "")
+    if args.strip():
+        raise CommandError("Use /memory, or /memory about @name [new text|forget].")
     carried = await ctx.runtime.sessions.carried_summary()
     if carried is None:
         return "No summary is carried into this session."
@@ -48,6 +60,37 @@ async def memory_command(ctx: CommandContext, args: str) -> str:
         who = "the owner" if carried.readers == "owner" else "trusted people"
         return f"A summary is carried into this session, but it covers what only {who} may read; it is not shown here."
     return f"Summary carried into this session:\n{carried.text}"
+
+
+async def about_command(ctx: CommandContext, args: str) -> str:
+    """``/memory about @name [new text|forget]``: the owner reads, rewrites or deletes a person's profile."""
+    if ctx.trust != "owner":
+        return "Only the owner may read or change what I keep about people."
+    store = ctx.runtime.services.memory
+    if store is None:
+        return "Long-term memory is not available on this host."
+    who, _, text = args.strip().partition(" ")
+    who = who.removeprefix("@")
+    if not who:
+        raise CommandError("Name the person: /memory about @name [new text|forget].")
+    profile = ctx.runtime.profile.id
+    found = await store.people.find(profile, who)
+    if not found:
+        return f"I keep no profile of @{who}."
+    if len(found) > 1:
+        return f"@{who} could be {', '.join(p.subject for p in found)}: name one of them."
+    person, text = found[0], text.strip()
+    if text.lower() == "forget":
+        await store.people.delete(profile, person.subject)
+        return f"Forgot the profile of {person.label}."
+    if text:
+        edited = await store.people.edit(profile, person.subject, text)
+        person = edited if edited is not None else person
+    head = (
+        f"What I keep about {person.label} ({person.subject}; shown at {person.min_trust} level and above, "
+        f"last written by the {person.edited_by}):"
+    )
+    return f"{head}\n{person.content}"
 
 
 def parse_memories_args(args: str) -> tuple[MemoryType | None, int, bool]:

@@ -38,6 +38,7 @@ __all__ = [
     "HostConfig",
     "HttpSettings",
     "SchedulerSettings",
+    "WorkerSlots",
     "host_from_document",
     "load_host_config",
     "resolved_workers",
@@ -48,13 +49,16 @@ HOST_FILE = "ishiki.yaml"
 MAX_WORKERS = 64
 FsyncPolicy = Literal["always", "turn", "never"]
 LogFormat = Literal["text", "json"]
+WorkerSlots = Literal["lease", "split"]
 
 
 @dataclass(frozen=True, slots=True)
 class SchedulerSettings:
-    """The model call scheduler: background calls wait ``interactive_grace_seconds`` after interactive ones."""
+    """The model call scheduler: background calls wait ``interactive_grace_seconds`` after interactive ones;
+    ``across_workers`` is how the workers of ``ishiki run --workers N`` share ``max_concurrency``."""
 
     interactive_grace_seconds: float = 2.0
+    across_workers: WorkerSlots = "lease"
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +345,9 @@ def _build(
         event_loop=data["event_loop"],
         workers=data["workers"],
         channels=dict(channels or {}),
-        scheduler=SchedulerSettings(float(data["scheduler"]["interactive_grace_seconds"])),
+        scheduler=SchedulerSettings(
+            float(data["scheduler"]["interactive_grace_seconds"]), data["scheduler"]["across_workers"]
+        ),
         memory=dict(data["memory"]),
         heartbeat=HeartbeatSettings(float(data["heartbeat"]["catch_up_seconds"]), data["heartbeat"].get("model")),
         attachments=_attachments(data["attachments"]),

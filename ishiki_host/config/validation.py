@@ -1,13 +1,16 @@
 """JSON Schema validation with errors a person can act on, and defaults taken from the schema.
 
-Validators are compiled once per schema object and reused. Each error names the key path and the YAML line,
-says what was expected in plain words and, for an unknown key or value, suggests the closest known one.
+Validators are compiled once per schema content (its canonical JSON) and reused, the least recently used
+dropped beyond a bound: a schema built again for every call (as a plugin may do) costs one ``json.dumps``.
+Each error names the key path and the YAML line, says what was expected in plain words and, for an unknown key
+or value, suggests the closest known one.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,22 +31,36 @@ __all__ = ["compiled", "did_you_mean", "schema_errors", "schema_problems", "with
 
 _HIDDEN = "<hidden>"
 _SECRET = re.compile(r"(key|token|secret|password|passwd|authorization|credentials?)$", re.IGNORECASE)
-_COMPILED: dict[int, tuple[Mapping[str, Json], Draft202012Validator]] = {}
-_VALID: set[tuple[int, str]] = set()  # (validator id, JSON of a small value) known to be valid
+_COMPILED_MAX = 256
+# (validator id, JSON of a small value) known to be valid; the value keeps the validator alive, so its id is not
+# reused by another while the entry is here (the compiled cache may have dropped it).
+_VALID: dict[tuple[int, str], Draft202012Validator] = {}
 _VALID_MAX = 4096
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
 def compiled(schema: Mapping[str, Json]) -> Draft202012Validator:
-    """The validator of ``schema``, compiled on first use (keyed by the schema object's identity)."""
-    hit = _COMPILED.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
+    """The validator of ``schema``, compiled on first use of its content (see the module docstring).
+
+    The validator holds its own copy of the schema, so changing ``schema`` afterwards changes nothing cached.
+    A schema that is not JSON (a value ``json.dumps`` refuses) is compiled for this call only.
+    """
+    try:
+        canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return _compile(schema)
+    return _compiled_json(canonical)
+
+
+@functools.lru_cache(maxsize=_COMPILED_MAX)
+def _compiled_json(canonical: str) -> Draft202012Validator:
+    return _compile(json.loads(canonical))
+
+
+def _compile(schema: Mapping[str, Json]) -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
-    validator = Draft202012Validator(schema)
-    _COMPILED[id(schema)] = (schema, validator)
-    return validator
+    return Draft202012Validator(schema)
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
@@ -105,7 +122,7 @@ def schema_errors(
             found.append(error(message, file=doc.file, line=doc.line(full), path=format_path(full)))
     found.sort(key=lambda e: (e.line or 0, e.path))
     if key is not None and not found and len(_VALID) < _VALID_MAX:
-        _VALID.add(key)
+        _VALID[key] = validator
     return found
 
 

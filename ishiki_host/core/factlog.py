@@ -14,10 +14,16 @@ serialized and durable per the fsync policy:
 Text that UTF-8 cannot encode (a lone surrogate) is stored with U+FFFD in its place
 (``ishiki_host.core.text``): an append never fails on what a message says.
 
-Reads go backwards from the end in blocks and start from a small cache of recent entries, so reading the
-last N entries costs O(N), never O(file). A bad line in the middle is skipped with a warning. A reader that
-follows the log (a dashboard showing a conversation live) awaits ``wait_appended(after_id)`` and then reads
-what came after that id. The format is documented in ``docs/factlog.md``.
+Reads go backwards from the end in blocks and start from a cache of recent entries, so reading the last N
+entries costs O(N), never O(file). The cache holds ``cache_size`` entries and grows to hold the window a
+``read_back`` reads (up to ``max_cache_bytes`` of the file, ``MAX_CACHE_BYTES`` by default), so a context
+engine reading the same window step after step parses it once, not at every step. A bad line in the middle
+is skipped with a warning. A reader that follows the log (a dashboard showing a conversation live) awaits
+``wait_appended(after_id)`` and then reads what came after that id. The format is documented in ``docs/factlog.md``.
+
+A log edited by hand under the running host is noticed at the next read or append: a file that changed size
+is read again (its torn tail set aside, the cache rebuilt, ``generation`` counted up so readers that keep
+their own copy rebuild it too); a file replaced or removed is refused with a ``FactLogError`` naming it.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from ishiki_host.core.text import clean_text
 from ishiki_host.errors import FactLogError
 from ishiki_host.jsontypes import Json
 
-__all__ = ["FactLog", "FsyncPolicy", "ReadStats", "Syncer"]
+__all__ = ["MAX_CACHE_BYTES", "FactLog", "FsyncPolicy", "ReadStats", "Syncer"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +58,8 @@ T = TypeVar("T")
 
 _POLICIES = ("always", "turn", "never")
 _THREAD_WRITE_BYTES = 256 * 1024  # larger appends are written from a worker thread
+MAX_CACHE_BYTES = 32 * 1024 * 1024
+"""The most of the file (in bytes, newest first) the read cache grows to hold for a window read back."""
 
 
 class FactLog:
@@ -72,6 +80,7 @@ class FactLog:
         syncer: Syncer,
         cache_size: int,
         stats: ReadStats,
+        max_cache_bytes: int = 0,
     ):
         self.path = path
         self.fsync: FsyncPolicy = fsync
@@ -80,7 +89,12 @@ class FactLog:
         self._fd = fd
         self._clock = clock
         self._syncer = syncer
-        self._cache: deque[tuple[int, Entry]] = deque(maxlen=cache_size)
+        self._cache: deque[tuple[int, Entry]] = deque()
+        self._base = cache_size  # the cache's size when no window needs more (and after shrink_cache)
+        self._limit = cache_size  # grows to hold what read_back reads: see _warm
+        self._max_cache_bytes = max_cache_bytes or MAX_CACHE_BYTES
+        self._generation = 0
+        self._on_shrink: list[Callable[[], None]] = []
         self._floor = 0  # disk reads continue below this offset once the cache is exhausted
         self._size = os.fstat(fd).st_size
         self._last_id = 0
@@ -106,8 +120,12 @@ class FactLog:
         clock: Clock | None = None,
         cache_size: int = 256,
         syncer: Syncer | None = None,
+        max_cache_bytes: int = MAX_CACHE_BYTES,
     ) -> FactLog:
         """Open (creating it and its directory if needed) and lock the log at ``path``.
+
+        ``cache_size`` entries are cached; the cache grows to hold a window ``read_back`` reads, up to
+        ``max_cache_bytes`` of the file.
 
         Raises ``FactLogLocked`` when another writer holds it and ``FactLogError`` when it cannot be opened.
         """
@@ -115,12 +133,16 @@ class FactLog:
             raise ValueError(f"fsync policy must be one of always, turn, never; got {fsync!r}")
         if cache_size < 0:
             raise ValueError(f"cache_size must be >= 0; got {cache_size}")
+        if max_cache_bytes < 1:
+            raise ValueError(f"max_cache_bytes must be >= 1; got {max_cache_bytes}")
         return await anyio.to_thread.run_sync(
-            cls._open_sync, Path(path), fsync, clock or SystemClock(), syncer or os.fsync, cache_size
+            cls._open_sync, Path(path), fsync, clock or SystemClock(), syncer or os.fsync, cache_size, max_cache_bytes
         )
 
     @classmethod
-    def _open_sync(cls, path: Path, fsync: FsyncPolicy, clock: Clock, syncer: Syncer, cache_size: int) -> FactLog:
+    def _open_sync(
+        cls, path: Path, fsync: FsyncPolicy, clock: Clock, syncer: Syncer, cache_size: int, max_cache_bytes: int
+    ) -> FactLog:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             created = not path.exists()
@@ -135,7 +157,8 @@ class FactLog:
             torn = _logfile.set_aside_torn_tail(fd, path, stats, _log_warning)  # logged before the log is cut
             if fsync != "never":
                 os.fsync(fd)  # what an earlier writer left in the page cache counts as durable from here on
-            log = cls(path, fd, fsync=fsync, clock=clock, syncer=syncer, cache_size=cache_size, stats=stats)
+            log = cls(path, fd, fsync=fsync, clock=clock, syncer=syncer, cache_size=cache_size, stats=stats,
+                      max_cache_bytes=max_cache_bytes)  # fmt: skip
             if torn:
                 log.warnings.append(torn)
             log._load_tail()
@@ -149,14 +172,14 @@ class FactLog:
 
     def _load_tail(self) -> None:
         """Fill the cache with the newest entries and recover the last id."""
-        self._floor = 0
+        self._floor, self._last_id = 0, 0
         for offset, line in _logfile.iter_lines_reverse(self._fd, self._size, self.stats):
             entry = self._parse(offset, line)
             if entry is None:
                 continue
             if not self._last_id:
                 self._last_id = entry.id
-            if len(self._cache) == self._cache.maxlen:
+            if len(self._cache) >= self._limit:
                 self._floor = self._cache[0][0] if self._cache else self._size
                 break
             self._cache.appendleft((offset, entry))
@@ -214,6 +237,13 @@ class FactLog:
         (entry,) = await self.append_many([(type, data)], turn=turn, sync=sync)
         return entry
 
+    @property
+    def generation(self) -> int:
+        """Counts up each time the file was found changed by another hand and read again (see the module
+        docstring), and each time ``shrink_cache`` gave entries back: a reader keeping its own copy of entries
+        drops it and reads again when this differs from what it saw."""
+        return self._generation
+
     async def append_many(
         self, items: Iterable[tuple[str, Mapping[str, Json]]], *, turn: int | None = None, sync: bool = True
     ) -> list[Entry]:
@@ -227,6 +257,7 @@ class FactLog:
             return []
         async with self._lock:
             self._check_open()
+            self._check_unchanged()
             entries, lines = self._draft(pending, turn)
             payload = b"".join(lines)
             if len(payload) > _THREAD_WRITE_BYTES:
@@ -279,15 +310,15 @@ class FactLog:
     def _remember(self, entries: list[Entry], lines: list[bytes]) -> None:
         offset = self._size
         for entry, line in zip(entries, lines, strict=True):
-            if self._cache.maxlen:
-                full = len(self._cache) == self._cache.maxlen
+            if self._limit:
                 self._cache.append((offset, entry))
-                if full:
+                if len(self._cache) > self._limit:
+                    self._cache.popleft()
                     self._floor = self._cache[0][0]
             offset += len(line)
         self._size = offset
         self._last_id = entries[-1].id
-        if not self._cache.maxlen:
+        if not self._limit:
             self._floor = self._size
         self._wake_followers()
 
@@ -319,12 +350,59 @@ class FactLog:
         if self._closed:
             raise FactLogError(f"fact log {self.path} is closed")
 
+    def _check_unchanged(self) -> None:
+        """Read the file again if another hand changed its size (see the module docstring).
+
+        Readers skip the check while an append holds the lock (its write may be under way in a worker
+        thread); that append checks before it writes.
+        """
+        try:
+            size = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise FactLogError(f"cannot read fact log {self.path}: {exc.strerror or exc}") from exc
+        if size != self._size:
+            self._reload(size)
+
+    def _check_reader(self) -> None:
+        if not self._lock.locked():
+            self._check_unchanged()
+
+    def _check_same_file(self) -> None:
+        """Refuse a log whose path now names another file (replaced by an editor, or removed)."""
+        try:
+            same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+        except OSError:
+            same = False
+        if not same:
+            raise FactLogError(
+                f"fact log {self.path} was replaced or removed while the host had it open; the host keeps no "
+                "copy of what it held: stop the host, put the file back, and start it again"
+            )
+
+    def _reload(self, size: int) -> None:
+        self._warn(
+            f"fact log {self.path} changed under the running host ({size} bytes, {self._size} expected): "
+            "it is read again from the file"
+        )
+        with self._reading():
+            torn = _logfile.set_aside_torn_tail(self._fd, self.path, self.stats, _log_warning)
+            self._size = os.fstat(self._fd).st_size
+        if torn:
+            self.warnings.append(torn)
+        self._cache.clear()
+        self._bad_offsets.clear()
+        self._limit = self._base
+        with self._reading():
+            self._load_tail()
+        self._generation += 1
+
     def shrink_cache(self, keep: int = 0) -> int:
         """Forget all but the newest ``keep`` cached entries; returns how many were dropped.
 
         Reads stay correct: what is no longer cached is read from the file (``read_back`` does that in a
         worker thread), and appends fill the cache again. An idle runtime's log gives its recent entries
-        back this way (they are most of what an idle runtime holds).
+        back this way (they are most of what an idle runtime holds), and the ``on_shrink`` callbacks are
+        called so that copies kept elsewhere go too.
         """
         if keep < 0:
             raise ValueError(f"keep must be >= 0; got {keep}")
@@ -334,7 +412,16 @@ class FactLog:
             dropped += 1
         if dropped:
             self._floor = self._cache[0][0] if self._cache else self._size
+            self._generation += 1  # readers keeping their own copy read again
+        self._limit = max(self._base, keep)
+        for callback in self._on_shrink:
+            callback()
         return dropped
+
+    def on_shrink(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` each time ``shrink_cache`` runs (an idle runtime cooling), so a reader that keeps
+        its own copy of entries (a context engine's window) gives it back too."""
+        self._on_shrink.append(callback)
 
     @property
     def cached(self) -> int:
@@ -357,6 +444,7 @@ class FactLog:
         Consume it before closing the log (``read_back`` does that for you, off the event loop).
         """
         self._check_open()
+        self._check_reader()
         cached, floor = tuple(self._cache), self._floor
         return self._reverse(cached, floor)
 
@@ -377,6 +465,7 @@ class FactLog:
     def iter_forward(self, *, after_id: int = 0) -> Iterator[Entry]:
         """Entries oldest first, from the start of the file (those with ``id > after_id``). Reads the whole file."""
         self._check_open()
+        self._check_reader()
         return self._forward(self._size, after_id)
 
     def _forward(self, end: int, after_id: int) -> Iterator[Entry]:
@@ -400,10 +489,12 @@ class FactLog:
         ``select`` consumes as many entries as it needs. While they come from the cache it runs right here;
         if it reads past the cache it is run again from the start in a worker thread, where the disk reads
         cannot stall the event loop. So ``select`` must be a pure function of the entries it sees. What it
-        read from the file goes into the cache while there is room (after ``shrink_cache``), so the next
-        read of the same window stays on the event loop.
+        read from the file goes into the cache, which grows to hold it (up to ``max_cache_bytes``), so the
+        next read of the same window stays on the event loop.
         """
         self._check_open()
+        self._check_same_file()
+        self._check_reader()
         cached, floor = tuple(self._cache), self._floor
         exhausted = False
 
@@ -429,14 +520,21 @@ class FactLog:
         return result
 
     def _warm(self, read: list[tuple[int, Entry]], floor: int) -> None:
-        """Put entries just read from below ``floor`` (newest first) into the cache's free room, if the cache
-        still starts at ``floor`` (nothing rotated it or shrank it meanwhile)."""
-        room = (self._cache.maxlen or 0) - len(self._cache)
-        if self._floor != floor or self._closed or room <= 0 or not read:
+        """Put entries just read from below ``floor`` (newest first) into the cache, if it still starts at
+        ``floor`` (nothing rotated it or shrank it meanwhile), growing it to hold them within ``max_cache_bytes``
+        of the file, with room for ``cache_size`` more: a window that grows by a few entries a step does not
+        fall out of it at every step."""
+        if self._floor != floor or self._closed or not read or not self._base:
             return
-        for offset, entry in read[:room]:
+        taken = 0
+        for offset, entry in read:
+            if self._size - offset > self._max_cache_bytes:
+                break
             self._cache.appendleft((offset, entry))
-        self._floor = self._cache[0][0]
+            taken += 1
+        if taken:
+            self._floor = self._cache[0][0]
+            self._limit = max(self._limit, len(self._cache) + self._base)
 
     def _parse(self, offset: int, line: bytes) -> Entry | None:
         if not line.strip():

@@ -7,6 +7,8 @@ next step. Only cancellation (an aborted turn) goes through.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -141,29 +143,44 @@ class ToolCaller:
         return _validator_for(tool.parameters)
 
 
-_VALIDATORS: OrderedDict[int, tuple[Mapping[str, Any], Any]] = OrderedDict()
 _VALIDATOR_CACHE_SIZE = 512
+_BY_IDENTITY: OrderedDict[int, tuple[Mapping[str, Any], Any]] = OrderedDict()
 
 
 def _validator_for(parameters: Mapping[str, Any]) -> Any:
     """The checked validator of a tool's schema, shared by every agent of the process.
 
     Building one (the metaschema check, the reference resolver) costs milliseconds, and every runtime has its
-    own tool objects over the same module-level schemas. Keyed by the schema object (kept alive by the entry,
-    so its id is never reused while cached); the least recently used are dropped beyond the bound.
+    own tool objects over the same module-level schemas, while an extension may build its tools' schemas again
+    for every turn. So validators are kept by the schema's content (its canonical JSON), and the schema objects
+    seen last by identity in front of that (the entry keeps its object alive, so its id is never reused while
+    cached); the least recently used of each are dropped beyond the bound.
     """
     key = id(parameters)
-    cached = _VALIDATORS.get(key)
+    cached = _BY_IDENTITY.get(key)
     if cached is not None and cached[0] is parameters:
-        _VALIDATORS.move_to_end(key)
+        _BY_IDENTITY.move_to_end(key)
         return cached[1]
-    schema = dict(parameters)
+    try:
+        canonical = json.dumps(parameters, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):  # not JSON: checked for this call only
+        return _checked_validator(dict(parameters))
+    validator = _validator_of_json(canonical)
+    _BY_IDENTITY[key] = (parameters, validator)
+    while len(_BY_IDENTITY) > _VALIDATOR_CACHE_SIZE:
+        _BY_IDENTITY.popitem(last=False)
+    return validator
+
+
+@functools.lru_cache(maxsize=_VALIDATOR_CACHE_SIZE)
+def _validator_of_json(canonical: str) -> Any:
+    return _checked_validator(json.loads(canonical))
+
+
+def _checked_validator(schema: dict[str, Any]) -> Any:
     cls = validator_for(schema)
     cls.check_schema(schema)
-    _VALIDATORS[key] = (parameters, cls(schema))
-    while len(_VALIDATORS) > _VALIDATOR_CACHE_SIZE:
-        _VALIDATORS.popitem(last=False)
-    return _VALIDATORS[key][1]
+    return cls(schema)
 
 
 def _unknown_tool_message(name: str, step: Step) -> str:

@@ -5,6 +5,10 @@ gateway instantiates it once per host and calls ``create`` once per provider of 
 with that provider's config and the provider's shared ``httpx.AsyncClient``. The client it returns answers
 requests for any model of that provider and raises only ``ishiki_host.errors.ModelError`` subclasses:
 errors are classified here, at the boundary, and nowhere else.
+
+A client that also implements ``EmbeddingClient.embed`` serves embedding models (the OpenAI-compatible
+``/embeddings`` API); ``ishiki_host.gateway.embeddings`` reaches it through the gateway's groups, breakers and
+scheduler.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 import httpx
 
@@ -23,7 +27,7 @@ from ishiki_host.core.model import ModelRequest, ModelResult, StreamEvent
 if TYPE_CHECKING:
     from ishiki_host.errors import ConfigError
 
-__all__ = ["ModelAPI", "ProviderClient"]
+__all__ = ["EmbeddingClient", "ModelAPI", "ProviderClient"]
 
 
 class ProviderClient(Protocol):
@@ -39,6 +43,16 @@ class ProviderClient(Protocol):
 
     async def aclose(self) -> None:
         """Release what the client holds (the shared httpx client is closed by the gateway)."""
+        ...
+
+
+@runtime_checkable
+class EmbeddingClient(Protocol):
+    """A provider client that also embeds text (optional: a client without ``embed`` serves no embeddings)."""
+
+    async def embed(self, model: ModelSpec, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order, all of the same length; only ``ModelError`` subclasses are raised
+        (a malformed answer is a ``ModelBadRequest``)."""
         ...
 
 

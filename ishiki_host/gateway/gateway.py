@@ -1,10 +1,11 @@
 """The gateway: ``models.yaml`` made callable.
 
 ``Gateway(config, apis)`` makes one shared ``httpx.AsyncClient`` and one ``ProviderClient`` per provider, one
-circuit breaker per member and one scheduler. ``gateway.model(ref)`` gives the ``LanguageModel`` of a group
-name or a ``provider:modelId``: each call goes through the scheduler (priority, ``max_concurrency``), a
-whole-call deadline, the breakers and the profile's failover policy. Every model call made (including failed
-ones and probes' exceptions) is reported to the call listeners as a ``ModelCallRecord``, which is how the runtime
+circuit breaker per member and one scheduler (or the ``SlotSource`` given: a worker's leases from its
+supervisor's scheduler). ``gateway.model(ref)`` gives the ``LanguageModel`` of a group name or a
+``provider:modelId``: each call goes through the scheduler (priority, ``max_concurrency``), a whole-call
+deadline, the breakers and the profile's failover policy. Every model call made (including failed ones and
+probes' exceptions) is reported to the call listeners as a ``ModelCallRecord``, which is how the runtime
 logs token usage; the ``ModelResult`` itself also carries ``usage`` and ``model`` (the member that answered).
 Each record is also noted in its member's ``MemberStats`` (latency percentiles, errors by kind, calls, tokens),
 which ``status()`` shows beside the member's breaker.
@@ -16,11 +17,11 @@ import difflib
 import hashlib
 import logging
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import httpx
@@ -36,7 +37,7 @@ from ishiki_host.gateway.failover import FailoverPolicy
 from ishiki_host.gateway.group import MemberGroup
 from ishiki_host.gateway.model import GatewayModel
 from ishiki_host.gateway.pools import HttpClients, ProviderPool, make_pool
-from ishiki_host.gateway.scheduler import Scheduler, SchedulerConfig
+from ishiki_host.gateway.scheduler import Scheduler, SchedulerConfig, SlotSource
 from ishiki_host.gateway.stats import MemberStats
 from ishiki_host.jsontypes import Json
 
@@ -44,11 +45,13 @@ if TYPE_CHECKING:
     import os
 
     from ishiki_host.core.model import Priority
-    from ishiki_host.gateway.api import ModelAPI
+    from ishiki_host.gateway.api import ModelAPI, ProviderClient
 
 __all__ = ["CallListener", "Gateway", "ModelCallRecord", "ProbeResult"]
 
 log = logging.getLogger("ishiki_host.gateway")
+
+T = TypeVar("T")
 
 
 PROBE_PROMPT = "Reply with the single word OK."
@@ -115,12 +118,13 @@ class Gateway:
         scheduler: SchedulerConfig | None = None,
         config_dir: str | os.PathLike[str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        slots: SlotSource | None = None,
     ):
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.seed = seed
         self.rng = random.Random(seed)
-        self.scheduler = Scheduler(self.clock, scheduler)
+        self.scheduler: SlotSource = slots if slots is not None else Scheduler(self.clock, scheduler)
         if config_dir is None and config.file:
             config_dir = Path(config.file).parent
         self.config_dir = str(config_dir) if config_dir is not None else None
@@ -283,34 +287,48 @@ class Gateway:
         self, member: str, request: ModelRequest, *, ref: str, limit_seconds: float | None = None, judge: bool = True
     ) -> ModelResult:
         """One ``generate`` on one member: scheduler slot, whole-call deadline, breaker verdict, call record."""
+        result, latency = await self._call_on_member(
+            member, lambda client, spec: client.generate(spec, request), request.priority, limit_seconds, judge, ref
+        )
+        result = replace(result, model=member)
+        self._emit(ModelCallRecord(ref, member, request.priority, False, latency, result.usage))
+        return result
+
+    async def _call_on_member(
+        self,
+        member: str,
+        call: Callable[[ProviderClient, ModelSpec], Awaitable[T]],
+        priority: Priority,
+        limit_seconds: float | None,
+        judge: bool,
+        ref: str,
+    ) -> tuple[T, float]:
+        """``call(client, spec)`` on one member in a scheduler slot, within the whole-call deadline, its failure
+        classified, judged by the breaker and recorded; what it returned and its latency (the caller records a
+        success: only it knows the usage)."""
         start = self.clock.monotonic()
         try:
             provider, spec = self._resolve(member)
             limit = limit_seconds or provider.config.timeout_seconds
-            slot = self.scheduler.slot(provider.config.id, provider.config.max_concurrency, request.priority)
-            async with slot:
+            async with self.scheduler.slot(provider.config.id, provider.config.max_concurrency, priority):
                 start = self.clock.monotonic()
                 try:
                     with provider.lease() as client, anyio.fail_after(limit):
-                        result = await client.generate(spec, request)
+                        result = await call(client, spec)
                 except TimeoutError:
                     raise timed_out(member, limit) from None
                 except Exception as exc:
                     raise classify_exception(exc, member) from exc
         except ModelError as error:
             self._verdict(member, error, judge)
-            self._emit(
-                ModelCallRecord(ref, member, request.priority, False, self.clock.monotonic() - start, None, error.kind)
-            )
+            self._emit(ModelCallRecord(ref, member, priority, False, self.clock.monotonic() - start, None, error.kind))
             raise
         except BaseException:
             if judge:
                 self.breakers[member].release()
             raise
         self._verdict(member, None, judge)
-        result = replace(result, model=member)
-        self._emit(ModelCallRecord(ref, member, request.priority, False, self.clock.monotonic() - start, result.usage))
-        return result
+        return result, self.clock.monotonic() - start
 
     async def _stream_member(
         self, member: str, request: ModelRequest, *, ref: str

@@ -9,6 +9,9 @@ behind waiting interactive calls) so busy chats cannot starve it forever.
 
 One scheduler serves a whole gateway. All time comes from the injected clock; a waiter that is cancelled
 leaves the queue (and gives back a slot it was just granted).
+
+``SlotSource`` is where a gateway's calls take their slots: a ``Scheduler`` of its own, or (a worker of ``ishiki
+run --workers N`` with ``scheduler.across_workers: lease``) its supervisor's scheduler, leased over the link.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -28,7 +31,21 @@ if TYPE_CHECKING:
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.model import Priority
 
-__all__ = ["Scheduler", "SchedulerConfig"]
+__all__ = ["Scheduler", "SchedulerConfig", "SlotSource"]
+
+
+class SlotSource(Protocol):
+    """Where a gateway's calls take their slots (a ``Scheduler``, or a worker's leases from its supervisor)."""
+
+    def slot(self, provider: str, limit: int, priority: Priority) -> AbstractAsyncContextManager[None]:
+        """Hold one of ``provider``'s ``limit`` slots for the body of the ``async with``; waiting for it ends
+        cleanly when cancelled (no slot is left held)."""
+        ...
+
+    def status(self) -> dict[str, Json]:
+        """Per provider: ``max_concurrency``, ``in_flight``, ``waiting_interactive``, ``waiting_background``,
+        ``granted`` (the calls granted so far)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,9 @@ starts the heartbeat scheduler (shared under ``HEARTBEATS``; ``ishiki_host.host.
 and polls the config files (the skills folder and ``heartbeats.json`` too) for hot reload. What it tells about
 itself (metrics, ``/readyz``, usage counts, the answered-message line, the control socket ``ishiki status``
 asks) is wired by ``ishiki_host.host.observability``, before the gateway and the runtimes. While it runs, the
-garbage collector's youngest threshold is raised (``ishiki_host.host.collector``). ``dispatch`` (what
+garbage collector's youngest threshold is raised (``ishiki_host.host.collector``). Entering raises the soft limit
+on open files to the hard one (said in the log), and the runtimes alive at once stay under it (``budget``:
+``ishiki_host.host.budget``). ``dispatch`` (what
 channels call) routes an event to its runtime and returns once it is durable. Leaving stops everything: channels take no
 more input, turns get the grace to finish, every runtime stops its extensions and closes its log, the channels and
 then the host plugins stop, and the HTTP server last.
@@ -36,6 +38,7 @@ from ishiki_host.config.host import HttpSettings
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.errors import AgentStopped, ChannelError, ChannelUnavailable, FactLogError, RuntimeStartFailed
 from ishiki_host.host.beats import start_heartbeats
+from ishiki_host.host.budget import RuntimeBudget
 from ishiki_host.host.collector import tuned_collector
 from ishiki_host.host.connections import ChannelDirectory
 from ishiki_host.host.delivery import Unrouted
@@ -43,6 +46,7 @@ from ishiki_host.host.hostplugins import HostPluginSet
 from ishiki_host.host.lock import PID_FILE, DataDirClaim, claim_data_dir
 from ishiki_host.host.memory_db import HostMemory
 from ishiki_host.host.observability import HostObservability
+from ishiki_host.host.openfiles import raise_open_files_limit
 from ishiki_host.host.resume import resume_routes
 from ishiki_host.host.roles import HostRole
 from ishiki_host.host.routes import ProfileRoute, RouteTable
@@ -133,6 +137,7 @@ class Host:
         self._host_plugins: HostPluginSet | None = None
         self._shared_parts: SharedParts | None = None
         self._tg: TaskGroup | None = None
+        self.budget: RuntimeBudget | None = None  # the runtimes alive at once under the open-files limit
         self.heartbeats: HeartbeatService | None = None
         self.http = HttpIngress(HttpSettings())  # off until entered with the config's ``http`` settings
         self.observability: HostObservability | None = None  # metrics, usage, /readyz, the control socket
@@ -215,6 +220,8 @@ class Host:
 
     async def _start(self) -> None:
         self._stack.enter_context(tuned_collector())
+        limit = raise_open_files_limit()  # every live chat holds a file; said once: a second host finds it raised
+        logger.log(logging.INFO if limit.raised else logging.DEBUG, "%s", limit)
         config = self._given if self._given is not None else await anyio.to_thread.run_sync(self._load)
         role = self.role
         if role.runs_channels:  # a worker's supervisor holds the lock for the whole host
@@ -228,10 +235,13 @@ class Host:
         log_config_problems(config)
         listeners = (*observed.call_listeners(), *self._model_listeners)
         share = role.concurrency if role.share is not None else None
-        self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root, listeners, share)
+        self._gateways = GatewaySet(self.clock, self.seed, self._transport, self.root, listeners, share, role.slots)
         self._gateways.build(config)
         self.services.timezone = host.timezone
         await self.memory.open(host.data_dir, host.memory, self.services)
+        if role.runs_runtimes:  # counted once what the host keeps open is open
+            self.budget = RuntimeBudget.for_this_process()
+            logger.debug("at most %d runtimes alive at once under the open-files limit", self.budget.room)
         self._shared_parts = SharedParts(
             clock=self.clock,
             config_dir=self.root,
@@ -338,7 +348,8 @@ class Host:
         config = self.config
         model = self.gateways.slot(profile)
         parts = profile_parts(profile, model, config.models, config.registry, self.providers)
-        route = ProfileRoute(parts, self.shared_parts, idle_seconds=config.host.runtime_idle_seconds)
+        idle = config.host.runtime_idle_seconds
+        route = ProfileRoute(parts, self.shared_parts, idle_seconds=idle, budget=self.budget)
         await self._group.start(route.run)
         self._classes[profile.id] = _classes(state, config.registry)
         old = self.routes.put(route)

@@ -14,7 +14,8 @@ plugin starts again or the host's HTTP server stops, so a plugin's mount is alwa
 that failed or finished stays listed, with its error, until its block changes.
 
 What a context reads of the host is read when asked, never copied at the plugin's start: the runtimes alive
-(``live_runtime``: a runtime of an active profile whose state is ``ready``), the heartbeats (``None`` until the
+(``live_runtime``: a runtime of an active profile whose state is ``ready``; their logs and tools through the
+role's ``views``, the workers' under ``--workers N``, else ``LocalViews``), the heartbeats (``None`` until the
 host's heartbeat service runs, which starts just after the host plugins, and on a host without one), DM
 pairing (over the memory database's pairing tables, ``None`` without one), the log tail, and the entry points
 of the config directory as last loaded.
@@ -36,6 +37,7 @@ from ishiki_host.errors import ChannelError, ConfigError, HostPluginError, HostP
 from ishiki_host.heartbeat.admin import admin_for
 from ishiki_host.host.connections import STABLE_SECONDS, START_TIMEOUT, backoff_delay, single_error
 from ishiki_host.host.report import profile_statuses
+from ishiki_host.host.runtimeviews import LocalViews, live_runtime
 from ishiki_host.plugins.hostplugin import RESERVED_PREFIXES
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.heartbeat.service import HeartbeatService
     from ishiki_host.host.host import Host
+    from ishiki_host.host.runtimeviews import RuntimeViews
     from ishiki_host.ingress.types import HttpMount
     from ishiki_host.jsontypes import Json
     from ishiki_host.plugins.hostplugin import (
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
         LogTail,
         PairingAdmin,
         ProfileStatus,
+        RuntimeLogView,
     )
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.plugins.services import HostServices
@@ -69,7 +73,6 @@ __all__ = [
     "HostPluginSet",
     "HostPluginSupervisor",
     "StorePairingAdmin",
-    "live_runtime",
 ]
 
 logger = logging.getLogger("ishiki_host.hostplugins")
@@ -94,6 +97,7 @@ class HostPluginContextImpl:
         profiles: Callable[[], tuple[ProfileStatus, ...]],
         request_reload: Callable[[str], None],
         runtime: Callable[[RuntimeKey], AgentRuntime | None],
+        views: RuntimeViews,
         heartbeats: Callable[[], HeartbeatAdmin | None],
         logs: LogTail,
         installed: Callable[[], tuple[InstalledPlugin, ...]],
@@ -101,6 +105,7 @@ class HostPluginContextImpl:
     ):
         self._models = models
         self._runtime = runtime
+        self._views = views
         self._heartbeats = heartbeats
         self._logs = logs
         self._installed = installed
@@ -160,14 +165,17 @@ class HostPluginContextImpl:
         self._request_reload(self._name)
 
     def runtime(self, key: RuntimeKey) -> RuntimeContext | None:
-        """The live runtime ``key`` as its plugins see it, or ``None``; never spawns one."""
+        """The live runtime ``key`` of this process as its plugins see it, or ``None``; never spawns one."""
         runtime = self._runtime(key)
         return runtime.context if runtime is not None else None
 
+    async def runtime_log(self, key: RuntimeKey) -> RuntimeLogView | None:
+        """The live runtime's fact log, read-only, wherever it runs; ``None`` when it is not running."""
+        return await self._views.log(key)
+
     async def tools(self, key: RuntimeKey) -> Sequence[Tool] | None:
         """What ``/tools`` of the live runtime ``key`` lists, or ``None`` when it is not running."""
-        runtime = self._runtime(key)
-        return await runtime.tool_surface() if runtime is not None else None
+        return await self._views.tools(key)
 
     @property
     def heartbeats(self) -> HeartbeatAdmin | None:
@@ -393,6 +401,7 @@ class HostPluginSet:
             profiles=lambda: profile_statuses(host),
             request_reload=self._reload_for,
             runtime=lambda key: live_runtime(host, key),
+            views=host.role.views or LocalViews(host),
             heartbeats=self._heartbeat_admin,
             logs=observed.logs,
             installed=lambda: host.config.registry.installed(),
@@ -413,13 +422,6 @@ class HostPluginSet:
     def _reload_for(self, name: str) -> None:
         logger.info("host plugin %s asks for a reload", name)
         self.host.services.spawn(self.host.reload, name=f"reload asked by host plugin {name}")
-
-
-def live_runtime(host: Host, key: RuntimeKey) -> AgentRuntime | None:
-    """The runtime ``key`` of an active profile of ``host`` while it is ready (never spawned), else ``None``."""
-    route = host.routes.get(key.profile)
-    runtime = route.runtimes.get(key) if route is not None else None
-    return runtime if runtime is not None and runtime.state == "ready" else None
 
 
 async def _stopped(supervisors: list[HostPluginSupervisor]) -> None:

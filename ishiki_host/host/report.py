@@ -4,7 +4,8 @@ the report ``ishiki status`` prints.
 ``readiness_problems`` is empty when the host has started, some profile is active and every channel its
 active profiles claim is up (``ChannelSet.not_up``); otherwise it says what is not, one line each.
 ``host_report`` is ``Host.status()`` with the process (pid, directories, version, uptime), each profile's
-missing services and errors, the runtimes alive and the readiness added. ``profile_statuses`` is the typed
+missing services and errors, the runtimes alive and the readiness added; a supervisor's ``gateway`` is its
+workers' and its own, merged (``ishiki_host.observe.fleetstatus.merged_gateway``). ``profile_statuses`` is the typed
 view of the profiles that host plugins get (``HostPluginContext.profiles``).
 """
 
@@ -14,6 +15,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host._version import __version__
+from ishiki_host.addresses.keys import RuntimeKey
+from ishiki_host.observe.fleetstatus import merged_gateway
 from ishiki_host.observe.state import HostState
 from ishiki_host.plugins.hostplugin import ProfileStatus
 
@@ -36,7 +39,7 @@ def host_state(host: Host) -> HostState:
     """What ``/metrics`` reads at a scrape."""
     return HostState(
         profiles={p.id: p.state for p in host.config.profiles},
-        runtimes={route.profile.id: len(route.runtimes) for route in host.routes},
+        runtimes={profile: len(keys) for profile, keys in _alive(host).items()},
         channels=host.channels.status(),
         gateway=host.gateways.gateway.status(),
     )
@@ -45,6 +48,8 @@ def host_state(host: Host) -> HostState:
 def host_report(host: Host, started_at: float) -> dict[str, Any]:
     """The report of ``ishiki status`` (JSON); ``started_at`` is the clock's monotonic time at the start."""
     status = host.status()
+    if "workers" in status:  # the supervisor's: its workers make the calls
+        status["gateway"] = merged_gateway([status["gateway"], *(w.get("gateway", {}) for w in status["workers"])])
     problems = readiness_problems(host)
     status["host"] = {
         "pid": os.getpid(),
@@ -70,8 +75,16 @@ def host_report(host: Host, started_at: float) -> dict[str, Any]:
 def profile_statuses(host: Host) -> tuple[ProfileStatus, ...]:
     """Every profile directory of ``host`` with its state, what it misses, its errors, its runtimes alive and
     the profile as loaded (``None`` when it did not load)."""
-    alive = {route.profile.id: tuple(sorted(route.runtimes, key=str)) for route in host.routes}
+    alive = _alive(host)
     return tuple(
         ProfileStatus(p.id, p.state, tuple(p.missing), tuple(p.errors), alive.get(p.id, ()), p.profile)
         for p in sorted(host.config.profiles, key=lambda p: p.id)
     )
+
+
+def _alive(host: Host) -> dict[str, tuple[RuntimeKey, ...]]:
+    """The live runtime keys by active profile: this process's, or the workers' as they said last."""
+    if host.role.runtimes is None:
+        return {route.profile.id: tuple(sorted(route.runtimes, key=str)) for route in host.routes}
+    parsed = {profile: (RuntimeKey.parse(k) for k in keys) for profile, keys in host.role.runtimes().items()}
+    return {profile: tuple(k for k in keys if k is not None) for profile, keys in parsed.items()}

@@ -8,7 +8,10 @@ providers), and its runtimes by key (``profile/sid/channel``, or ``profile/main`
 first input. A runtime idle for ``idle_seconds`` (on the host's clock) is stopped and forgotten; the next
 input respawns it from its fact log. Before that, a runtime idle for one reap interval (a minute at the
 default) is cooled: its fact log forgets the recent entries it caches, most of what an idle runtime holds.
-Stopping the route stops every runtime with the grace given.
+With a ``RuntimeBudget`` (the host's), a new runtime first waits for room under the open-files limit, which the
+budget makes by stopping the least recently used idle runtimes of every route (``evict``), and a start that
+fails for want of files is tried once more after that. Stopping the route stops every runtime with the grace
+given.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ishiki_host.addresses.keys import RuntimeKey
-from ishiki_host.errors import AgentStopped
+from ishiki_host.errors import AgentStopped, RuntimeStartFailed
 from ishiki_host.runtime.runtime import AgentRuntime
 
 if TYPE_CHECKING:
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.entries import Entry
+    from ishiki_host.host.budget import Evict, RuntimeBudget
     from ishiki_host.runtime.parts import ProfileParts, SharedParts
 
 __all__ = ["ProfileRoute", "RouteTable", "reap_interval"]
@@ -47,7 +51,14 @@ def reap_interval(idle_seconds: float) -> float:
 class ProfileRoute:
     """One active profile and its runtimes (see the module docstring)."""
 
-    def __init__(self, parts: ProfileParts, host: SharedParts, *, idle_seconds: float = 900.0):
+    def __init__(
+        self,
+        parts: ProfileParts,
+        host: SharedParts,
+        *,
+        idle_seconds: float = 900.0,
+        budget: RuntimeBudget | None = None,
+    ):
         self.parts = parts
         self.host = host
         self.idle_seconds = idle_seconds
@@ -65,6 +76,7 @@ class ProfileRoute:
         self._closed = anyio.Event()
         self._grace = host.shutdown_grace
         self._reason = "shutdown"
+        self._budget = budget
 
     @property
     def profile(self) -> Profile:
@@ -88,6 +100,7 @@ class ProfileRoute:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run the fiber until ``stop``; its runtimes live in its task group."""
+        leave = self._budget.add_source(self._evictable) if self._budget is not None else None
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -97,6 +110,8 @@ class ProfileRoute:
                 await self._stop_all()
                 tg.cancel_scope.cancel()
         finally:
+            if leave is not None:
+                leave()
             self._closed.set()
 
     async def stop(self, reason: str = "shutdown", *, grace: float | None = None) -> None:
@@ -149,8 +164,7 @@ class ProfileRoute:
         assert self._tg is not None
         done = self._spawning[key] = anyio.Event()
         try:
-            runtime = AgentRuntime(key, self.parts, self.host)
-            await self._tg.start(self._serve, runtime)
+            runtime = await self._start(key)
             self._runtimes[key] = runtime
             if not self.scanned:
                 self.ran.add(key)
@@ -160,12 +174,34 @@ class ProfileRoute:
             del self._spawning[key]
             done.set()
 
+    async def _start(self, key: RuntimeKey) -> AgentRuntime:
+        """A started runtime at ``key``, within the budget: tried once more if the process ran out of files."""
+        assert self._tg is not None
+        budget = self._budget
+        for attempt in range(2):
+            runtime = AgentRuntime(key, self.parts, self.host)
+            if budget is not None:
+                await budget.admit(runtime)
+            try:
+                await self._tg.start(self._serve, runtime)
+            except RuntimeStartFailed as exc:
+                if attempt == 0 and budget is not None and await budget.start_failed(exc):
+                    continue
+                raise
+            finally:
+                if budget is not None and runtime.state in ("new", "stopped"):  # cancelled before it ran, or failed
+                    budget.released(runtime)
+            return runtime
+        raise AssertionError("unreachable")
+
     async def _serve(self, runtime: AgentRuntime, *, task_status: TaskStatus[None]) -> None:
         try:
             await runtime.run(task_status=task_status)
         finally:
             if self._runtimes.get(runtime.key) is runtime:
                 del self._runtimes[runtime.key]
+            if self._budget is not None:
+                self._budget.released(runtime)
 
     async def deliver(
         self, key: RuntimeKey, event: IshikiEvent, attachments: Sequence[InboundAttachment] = ()
@@ -199,20 +235,32 @@ class ProfileRoute:
 
     def evict_idle(self) -> int:
         """Stop the runtimes idle for ``idle_seconds`` or more; returns how many."""
-        if self._tg is None:
-            return 0
         count = 0
-        for key, runtime in list(self._runtimes.items()):
+        for runtime in list(self._runtimes.values()):
             idle = runtime.idle_for()
-            if idle is not None and idle >= self.idle_seconds:
-                del self._runtimes[key]
-                self._closing.add(runtime)  # counted as closing from now on, not once its stop task starts
-                self._tg.start_soon(self._stop_one, runtime, "idle", self.host.shutdown_grace)
-                self.evicted += 1
+            if idle is not None and idle >= self.idle_seconds and self._evict(runtime, "idle"):
                 count += 1
         if count:
             logger.debug("profile %s: %d idle runtime(s) stopped", self.profile.id, count)
         return count
+
+    def evict(self, runtime: AgentRuntime) -> bool:
+        """Stop ``runtime`` (idle) to make room under the open-files limit; whether it was this route's to stop."""
+        return self._evict(runtime, "open files")
+
+    def _evict(self, runtime: AgentRuntime, reason: str) -> bool:
+        if self._tg is None or self._runtimes.get(runtime.key) is not runtime:
+            return False
+        del self._runtimes[runtime.key]
+        self._closing.add(runtime)  # counted as closing from now on, not once its stop task starts
+        self._tg.start_soon(self._stop_one, runtime, reason, self.host.shutdown_grace)
+        self.evicted += 1
+        return True
+
+    def _evictable(self) -> Iterator[tuple[AgentRuntime, Evict]]:
+        """The live runtimes, each with how the budget stops it."""
+        evict = self.evict
+        return ((runtime, evict) for runtime in self._runtimes.values())
 
 
 class RouteTable:

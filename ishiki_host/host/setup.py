@@ -3,14 +3,16 @@
 ``GatewaySet`` builds the ``Gateway`` from ``models.yaml`` and the installed model APIs (with the host's
 call listeners and the owner's), gives each profile a ``ModelSlot`` and other plugins live models by
 reference, and rebuilds the gateway when ``models.yaml`` changes (retargeting the slots; the old gateway
-closes with the host). ``ChannelSet`` starts the channels the
-active profiles' claims need: the console when some profile claims ``console:*`` (it needs no account), and
-each account of ``channels.<platform>.accounts`` in ``ishiki.yaml`` for the other claimed platforms; on
-reload it stops, restarts (account changed) and starts supervisors to match; supervisors start side by side,
-so an account whose platform cannot be reached does not delay the others. A connection asking the host to
-stop (the console at the end of piped input) stops it only when no other channel runs: a headless bot whose
-profile also claims the console keeps serving its other channels (Ctrl-D on the console's terminal still
-stops the host).
+closes with the host). A worker's gateways take their call slots from its role: its even ``share`` of each
+``max_concurrency``, or its supervisor's scheduler (``slots``, the same source for every gateway built).
+
+``ChannelSet`` starts the channels the active profiles' claims need: the console when some profile claims
+``console:*`` (it needs no account), and each account of ``channels.<platform>.accounts`` in ``ishiki.yaml`` for
+the other claimed platforms; on reload it stops, restarts (account changed) and starts supervisors to match;
+supervisors start side by side, so an account whose platform cannot be reached does not delay the others. A
+connection asking the host to stop (the console at the end of piped input) stops it only when no other channel
+runs: a headless bot whose profile also claims the console keeps serving its other channels (Ctrl-D on the
+console's terminal still stops the host).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ishiki_host.config.validation import with_defaults
 from ishiki_host.errors import ConfigError
 from ishiki_host.gateway.attribution import UsageListener
 from ishiki_host.gateway.gateway import Gateway
-from ishiki_host.gateway.scheduler import SchedulerConfig
+from ishiki_host.gateway.scheduler import SchedulerConfig, SlotSource
 from ishiki_host.host.connections import (
     ChannelContext,
     ChannelSpec,
@@ -101,8 +103,10 @@ class GatewaySet:
         root: Path,
         listeners: Sequence[CallListener] = (),
         share: Callable[[int], int] | None = None,
+        slots: SlotSource | None = None,
     ):
         self._share = share  # ``max_concurrency`` -> this process's part of it (a worker's), else all of it
+        self._slot_source = slots  # where calls take their slots (a worker's leases), else each gateway's scheduler
         self._clock = clock
         self._seed = seed
         self._transport = transport
@@ -142,6 +146,7 @@ class GatewaySet:
             scheduler=scheduler,
             config_dir=self._root,
             transport=self._transport,
+            slots=self._slot_source,
         )
         gateway.add_listener(UsageListener())
         gateway.add_listener(FailoverNotices(gateway))
@@ -164,9 +169,10 @@ class GatewaySet:
         return _LiveModel(self, ref)
 
     def rebuild_if_changed(self, old: ConfigDir, new: ConfigDir) -> bool:
-        """Rebuild the gateway when ``models.yaml`` (or the scheduler settings) changed; whether it did."""
+        """Rebuild the gateway when ``models.yaml`` (or the scheduler's grace) changed; whether it did."""
         same_apis = {p.api for p in old.models.providers.values()} == {p.api for p in new.models.providers.values()}
-        if old.models == new.models and old.host.scheduler == new.host.scheduler and same_apis:
+        same_grace = old.host.scheduler.interactive_grace_seconds == new.host.scheduler.interactive_grace_seconds
+        if old.models == new.models and same_grace and same_apis:
             return False
         self.build(new)
         for pid, (slot, profile) in list(self._slots.items()):

@@ -3,7 +3,16 @@ routes under a prefix of their own (``ishiki_host.ingress.types`` is what they s
 
 from ishiki_host.ingress.mounts import Mount, MountTable
 from ishiki_host.ingress.server import HttpIngress
-from ishiki_host.ingress.types import HttpHandler, HttpMount, HttpRequest, HttpResponse, HttpStream, sse_event
+from ishiki_host.ingress.types import (
+    HttpHandler,
+    HttpMount,
+    HttpRequest,
+    HttpResponse,
+    HttpStream,
+    HttpWebSocket,
+    WebSocketHandler,
+    sse_event,
+)
 
 __all__ = [
     "HttpHandler",
@@ -12,7 +21,9 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "HttpStream",
+    "HttpWebSocket",
     "Mount",
     "MountTable",
+    "WebSocketHandler",
     "sse_event",
 ]

@@ -1,6 +1,7 @@
 """The ASGI application of the host's HTTP server: find the route, read the body within its cap, run the
 handler under its deadline, and answer what the handler cannot (``ingress.types`` lists those answers). A
-handler's ``HttpStream`` is sent after the deadline, by ``ingress.streams``.
+handler's ``HttpStream`` is sent after the deadline, by ``ingress.streams``; a WebSocket goes to its route's
+handler (``ingress.sockets``).
 
 Starlette parses the request (headers, query, client) and writes the response; the routing is the
 ``MountTable``'s, because mounts come and go with the connections that hold them. ``GET /healthz`` answers
@@ -15,7 +16,9 @@ from typing import TYPE_CHECKING
 import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
+from starlette.websockets import WebSocket
 
+from ishiki_host.ingress.sockets import AsgiWebSocket, serve_websocket
 from ishiki_host.ingress.streams import OpenStreams, StreamAnswer
 from ishiki_host.ingress.types import HttpRequest, HttpResponse, HttpStream
 
@@ -45,11 +48,24 @@ class IngressApp:
         self.streams = OpenStreams()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
-            return  # lifespan is off; websockets are not served (uvicorn closes them)
+            return  # lifespan is off
         request = Request(scope, receive)
         response = await self._answer(request)
         await response(scope, receive, send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket route's handler runs for the link's life (``ingress.sockets``); no route: 404."""
+        found = self._table.find(scope["path"])
+        handler = found[0].websockets.get(found[1]) if found is not None else None
+        if found is None or handler is None:
+            await AsgiWebSocket(WebSocket(scope, receive, send), scope["path"]).refuse(404, "not found")
+            return
+        self.served += 1
+        await serve_websocket(scope, receive, send, found[1], handler, found[0].sockets)
 
     async def _answer(self, request: Request) -> Response | StreamAnswer:
         path = request.url.path

@@ -3,7 +3,8 @@
 A ``Mount`` is what ``HttpIngress.mount(prefix)`` hands a plugin (the ``HttpMount`` of ``ingress.types``).
 It claims its prefix in the ``MountTable`` on entering and gives it back on leaving, with every route. The
 table finds the mount of a request's path by its longest prefix, so ``/hooks/telegram/1`` never catches
-``/hooks/telegram/10``: a prefix matches the path itself or the path followed by ``/``.
+``/hooks/telegram/10``: a prefix matches the path itself or the path followed by ``/``. WebSocket routes
+(``websockets``) are kept apart from HTTP ones, and the links open on them (``sockets``) are closed on leaving.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from ishiki_host.errors import IngressError
+from ishiki_host.ingress.sockets import OpenSockets
 
 if TYPE_CHECKING:
     from ishiki_host.config.host import HttpSettings
-    from ishiki_host.ingress.types import HttpHandler
+    from ishiki_host.ingress.types import HttpHandler, WebSocketHandler
 
 __all__ = ["Mount", "MountTable", "Route", "check_prefix"]
 
@@ -92,6 +94,8 @@ class Mount:
         self._local_base = local_base
         self._unavailable = unavailable
         self.routes: dict[str, Route] = {}
+        self.websockets: dict[str, WebSocketHandler] = {}
+        self.sockets = OpenSockets()
         self._entered = False
 
     @property
@@ -111,6 +115,13 @@ class Mount:
         base = self._local_base()
         return None if base is None else base + self._prefix
 
+    def websocket(self, path: str, handler: WebSocketHandler) -> None:
+        """Serve WebSockets on ``path`` below the prefix with ``handler`` (see ``HttpMount.websocket``)."""
+        _check_path(path, self._prefix)
+        if path in self.websockets:
+            raise ValueError(f"WebSocket route {path!r} of {self._prefix} is routed already")
+        self.websockets[path] = handler
+
     def route(
         self,
         path: str,
@@ -121,8 +132,7 @@ class Mount:
         deadline_seconds: float | None = None,
     ) -> None:
         """Serve ``path`` below the prefix with ``handler`` (see ``HttpMount.route``)."""
-        if not path.startswith("/") or "?" in path or "#" in path:
-            raise ValueError(f"route {path!r} of {self._prefix}: a path starting with / (no query)")
+        _check_path(path, self._prefix)
         if path in self.routes:
             raise ValueError(f"route {path!r} of {self._prefix} is routed already")
         if not methods:
@@ -153,3 +163,10 @@ class Mount:
             self._entered = False
             self._table.release(self)
             self.routes.clear()
+            self.websockets.clear()
+            self.sockets.close_all()
+
+
+def _check_path(path: str, prefix: str) -> None:
+    if not path.startswith("/") or "?" in path or "#" in path:
+        raise ValueError(f"route {path!r} of {prefix}: a path starting with / (no query)")

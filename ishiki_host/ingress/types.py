@@ -15,6 +15,14 @@ What the host answers without asking the handler:
 - 413 for a body over the cap, whether it declares its length or not;
 - 503 when the deadline passed (the platform retries later: a webhook never stalls the host);
 - 500 when the handler raised (logged with its traceback; the response says nothing of it).
+
+WebSockets: a platform that connects to the bot and keeps the link open (a OneBot implementation's reverse
+WebSocket) is served by a WebSocket route, ``mount.websocket(path, handler)``. Its handler gets an
+``HttpWebSocket`` before the handshake is answered: it reads the headers (a token), then ``accept``s or
+``refuse``s (an HTTP status such as 401, sent instead of the upgrade), and talks over the link for as long as
+it runs; when it returns, the host closes the link. No deadline applies and no body cap (the server's frame
+cap does: 16 MiB). Leaving the mount closes the links still open (1001, going away), as the host stopping does.
+A WebSocket to a path no WebSocket route serves is refused with 404.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "HttpStream",
+    "HttpWebSocket",
+    "WebSocketHandler",
     "sse_event",
 ]
 
@@ -127,6 +137,60 @@ HttpHandler = Callable[[HttpRequest], Awaitable[HttpResponse | HttpStream]]
 """A route's handler: a whole response, or a stream."""
 
 
+class HttpWebSocket(Protocol):
+    """One WebSocket a client opened on a WebSocket route (see the module docstring).
+
+    ``path``, ``headers``, ``query`` and ``client`` are those of the upgrade request, as ``HttpRequest`` has
+    them. The handler answers the handshake once: ``accept`` or ``refuse``. After ``accept``, ``receive`` gives
+    each message as it comes (``str`` for a text frame, ``bytes`` for a binary one) and ``None`` once the link
+    is closed, by either side; ``send`` raises ``ConnectionError`` once it is closed.
+    """
+
+    @property
+    def path(self) -> str:
+        """The path below the mount's prefix (``/`` for the prefix itself)."""
+        ...
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The upgrade request's headers, names in lower case."""
+        ...
+
+    @property
+    def query(self) -> Mapping[str, str]:
+        """The first value of each query parameter."""
+        ...
+
+    @property
+    def client(self) -> str | None:
+        """``host:port`` of the peer."""
+        ...
+
+    async def accept(self, *, subprotocol: str | None = None, headers: Mapping[str, str] | None = None) -> None:
+        """Complete the handshake (with ``subprotocol`` and extra response ``headers``, if given)."""
+        ...
+
+    async def refuse(self, status: int = 403, body: str = "") -> None:
+        """Answer the handshake with an HTTP ``status`` (and a plain-text ``body``) instead of the upgrade."""
+        ...
+
+    async def receive(self) -> str | bytes | None:
+        """The next message, or ``None`` once the link is closed."""
+        ...
+
+    async def send(self, data: str | bytes) -> None:
+        """Send one message (text for ``str``); ``ConnectionError`` when the link is closed."""
+        ...
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        """Close the link (nothing happens when it is closed already)."""
+        ...
+
+
+WebSocketHandler = Callable[[HttpWebSocket], Awaitable[None]]
+"""A WebSocket route's handler: it answers the handshake and talks over the link until it returns."""
+
+
 class HttpMount(Protocol):
     """A path prefix of the host's HTTP server, held by one plugin while ``async with mount:`` runs.
 
@@ -164,6 +228,11 @@ class HttpMount(Protocol):
         """Serve ``path`` (``/update``, or ``/`` for the prefix itself) with ``handler`` for ``methods``;
         ``max_body_bytes`` and ``deadline_seconds`` default to the host's settings. ``ValueError`` for a path
         that does not start with ``/`` or is routed already."""
+        ...
+
+    def websocket(self, path: str, handler: WebSocketHandler) -> None:
+        """Serve WebSockets opened on ``path`` with ``handler`` (see the module docstring); ``ValueError`` as
+        for ``route``. A path may have a WebSocket route and an HTTP route both."""
         ...
 
     async def __aenter__(self) -> HttpMount: ...

@@ -1,7 +1,10 @@
 """The "long-term memory" section of a turn's prompt: the memories most relevant to its new messages.
 
 ``memory_section`` searches the profile's memories with the text of the messages new in the turn (FTS5 BM25,
-then recency; ``MemoriesRepo.search``) and renders at most ``limit`` of them. A ``reminder`` is recalled only
+then recency; ``MemoriesRepo.search``) and renders at most ``limit`` of them. Given the embedding of that text
+(a ``VectorQuery``: the profile has ``embeddings`` configured and the model answered in time), it also asks
+the vector index for the nearest memories and fuses both rankings (``memory.hybrid``), so a memory that says
+the same in other words is recalled too; without one it is the full-text search alone. A ``reminder`` is recalled only
 while its beat is still to come (``r-<memory id>`` is scheduled, see ``memory.reminders``), so the persona
 knows in that chat what it promised to remind of, and does not set it twice; a reminder with no beat (no time
 was named, or it was refused) or one already given is not. It never returns:
@@ -20,10 +23,11 @@ off.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ishiki_host.memory.hybrid import fuse
 from ishiki_host.sessions.summarizer import subjects_of
 from ishiki_host.sessions.transcript import render_entry
 from ishiki_host.store.repos.memory_types import MAX_SEARCH, MEMORY_SCOPES, MEMORY_TYPES, MemoryScope, ScopeMode
@@ -38,6 +42,8 @@ __all__ = [
     "DEFAULT_LIMIT",
     "MEMORY_HEADER",
     "RetrievalSettings",
+    "VectorQuery",
+    "memory_day",
     "memory_section",
     "query_text",
     "relevant_memories",
@@ -73,6 +79,16 @@ class RetrievalSettings:
         return cls(min(max(0, limit), MAX_SEARCH), scope)
 
 
+@dataclass(frozen=True, slots=True)
+class VectorQuery:
+    """The embedding of a turn's search text, by the embeddings ``model`` whose vectors it is compared with,
+    and the time recency is measured from."""
+
+    model: str
+    vector: Sequence[float]
+    now: float
+
+
 def turn_scope(mode: ScopeMode, runtime_key: str, inbound: Iterable[Entry]) -> MemoryScope:
     """The scope of a reader whose new messages are ``inbound``: their chats and senders."""
     chats, senders = subjects_of(inbound)
@@ -95,14 +111,14 @@ async def relevant_memories(
     session_id: int | None,
     exclude_ids: Collection[int] = (),
     scope: MemoryScope | None = None,
+    vector: VectorQuery | None = None,
 ) -> list[Memory]:
     """The ``limit`` memories most relevant to ``text`` readable at ``trust`` and within ``scope`` (see the
-    module docstring)."""
+    module docstring); ``vector``: fused with the nearest memories by embedding."""
     if limit <= 0 or not text.strip() or not await store.memories.has_any(profile):
         return []
-    hits = await store.memories.search(
+    where = store.memories.search_filter(
         profile,
-        text,
         trust=trust,
         limit=min(limit + len(exclude_ids), MAX_SEARCH),
         exclude_session_id=session_id,
@@ -110,12 +126,17 @@ async def relevant_memories(
         pending_reminders_only=True,
         scope=scope,
     )
-    return [hit.memory for hit in hits if hit.memory.id not in exclude_ids][:limit]
+    words = [hit.memory for hit in await store.memories.search_where(text, where)]
+    if vector is None:
+        return [memory for memory in words if memory.id not in exclude_ids][:limit]
+    near = [hit.memory for hit in await store.vectors.nearest(vector.model, vector.vector, where)]
+    rankings = [[m for m in ranking if m.id not in exclude_ids] for ranking in (words, near)]
+    return fuse(rankings, now=vector.now, limit=limit)
 
 
 def render_memories(memories: Iterable[Memory]) -> str | None:
     """The section text: a header and one dated line per memory; ``None`` when there are none."""
-    lines = [f"- ({_day(m.created_at)}, {m.type}) {' '.join(m.content.split())}" for m in memories]
+    lines = [f"- ({memory_day(m.created_at)}, {m.type}) {' '.join(m.content.split())}" for m in memories]
     return "\n".join([MEMORY_HEADER, *lines]) if lines else None
 
 
@@ -129,6 +150,7 @@ async def memory_section(
     session_id: int | None,
     exclude_ids: Collection[int] = (),
     scope: MemoryScope | None = None,
+    vector: VectorQuery | None = None,
 ) -> str | None:
     """The long-term memory section for a turn whose new messages are ``new_messages``; ``None`` for none."""
     memories = await relevant_memories(
@@ -140,9 +162,11 @@ async def memory_section(
         session_id=session_id,
         exclude_ids=exclude_ids,
         scope=scope,
+        vector=vector,
     )
     return render_memories(memories)
 
 
-def _day(timestamp: float) -> str:
+def memory_day(timestamp: float) -> str:
+    """The UTC day of a memory's time, as memories show it (``2025-06-01``)."""
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d")

@@ -15,6 +15,9 @@ increment, and nothing grows with the host's life: buckets older than an hour ar
 ``turnsLastMinute`` counts the minute under way (by the host's clock, from its start); ``turnsPerMinute`` is
 the mean over the last 15 minutes, or over the minutes since the host started when fewer have passed, so a
 host up for a minute does not report a fifteenth of its rate.
+
+A supervisor of ``ishiki run --workers N`` runs no turn: it ``include``s its workers' snapshots (as they said
+them last), summed into its own (``ishiki_host.observe.fleetstatus.merged_activity``).
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
+
+from ishiki_host.observe.fleetstatus import merged_activity
 
 if TYPE_CHECKING:
     from ishiki_host.addresses.keys import RuntimeKey
@@ -58,6 +63,11 @@ class RecentActivity:
         self._minutes: deque[_Minute] = deque()
         self._guard = threading.Lock()  # errors are logged from worker threads too
         self._handler = _ErrorCounter(self)
+        self._included: list[Callable[[], Iterable[Mapping[str, Json]]]] = []
+
+    def include(self, snapshots: Callable[[], Iterable[Mapping[str, Json]]]) -> None:
+        """Add ``snapshots()`` (other processes' snapshots) to every ``snapshot()``."""
+        self._included.append(snapshots)
 
     def __call__(self, key: RuntimeKey, report: TurnReport) -> None:
         """The turn listener: count the turn that just ended by its status."""
@@ -81,7 +91,14 @@ class RecentActivity:
             target.removeHandler(self._handler)
 
     def snapshot(self) -> dict[str, Json]:
-        """The sums of the last minute, the last ``RATE_MINUTES`` and the last hour (see the module docstring)."""
+        """The sums of the last minute, the last ``RATE_MINUTES`` and the last hour (see the module docstring),
+        with the included snapshots'."""
+        own = self._own()
+        if not self._included:
+            return own
+        return merged_activity([own, *(s for snapshots in self._included for s in snapshots())])
+
+    def _own(self) -> dict[str, Json]:
         now = self._index()
         with self._guard:
             self._expire(now)

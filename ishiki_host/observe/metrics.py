@@ -18,24 +18,33 @@ per label set and kept, so a hot path does no label handling):
 
 Read from the host's state at scrape time (``ishiki_host.observe.state``, added with ``add_collector``):
 profiles by state, runtimes alive, channels up, their restarts and errors, breaker states, scheduler queues.
+
+A supervisor of ``ishiki run --workers N`` counts none of the first list itself (its workers run the turns):
+each worker says its counts in ``counts_report`` (what changed since the supervisor's last report of them),
+and the supervisor ``include``s their sums (``ishiki_host.observe.fleet``), added to its own series of the
+same names at every render (``scrape`` first asks the workers for their counts now): one page, the host.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
+from ishiki_host.observe.fleet import Counts, CountsReporter, add_counts, merged_metrics
 from ishiki_host.observe.owner import call_owner
 
 if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
     from ishiki_host.addresses.keys import RuntimeKey
     from ishiki_host.core.factlog import Syncer
     from ishiki_host.gateway.gateway import ModelCallRecord
+    from ishiki_host.jsontypes import Json
     from ishiki_host.plugins.runtime_api import TurnReport
 
 __all__ = ["CONTENT_TYPE", "FSYNC_BUCKETS", "MODEL_CALL_BUCKETS", "TURN_BUCKETS", "HostMetrics"]
@@ -75,18 +84,47 @@ class HostMetrics:
             registry=reg,
         )  # fmt: skip
         self._children: dict[tuple[object, ...], _Child] = {}
+        self._included: list[tuple[Callable[[], Counts], Callable[[], Awaitable[None]]]] = []
+        self._changes = 0  # moves at every count (read without a lock: a change missed is in the next report)
+        counted = (self._turns, self._turn_seconds, self._tools, self._call_seconds, self._tokens, self._fsync)
+        # only what is counted here (the state collectors read the host: never from the reporter's thread)
+        self._reporter = CountsReporter(lambda: [m for c in counted for m in c.collect()], lambda: self._changes)
 
     def add_collector(self, collector: Collector) -> None:
         """Register ``collector`` (read at every scrape) in this host's registry."""
         self.registry.register(collector)
 
+    def include(self, counts: Callable[[], Counts], refresh: Callable[[], Awaitable[None]]) -> None:
+        """Add ``counts()`` (other processes' counters and histograms) to this page's series at every render;
+        ``scrape`` awaits ``refresh()`` first."""
+        self._included.append((counts, refresh))
+
+    def counts_report(self, held: object) -> dict[str, Json]:
+        """This host's counters and histograms, as a worker tells its supervisor (``CountsReporter.report``:
+        the series changed since the version ``held``, or all of them)."""
+        return self._reporter.report(held)
+
     def render(self) -> bytes:
-        """Every metric in Prometheus's text format (``CONTENT_TYPE``)."""
-        return generate_latest(self.registry)
+        """Every metric in Prometheus's text format (``CONTENT_TYPE``), with the included counts."""
+        return generate_latest(self if self._included else self.registry)
+
+    async def scrape(self) -> bytes:
+        """``render()`` once every included source has been refreshed (what ``GET /metrics`` answers)."""
+        for _, refresh in self._included:
+            await refresh()
+        return self.render()
+
+    def collect(self) -> Iterator[Metric]:
+        """This registry's families with the included counts added (what ``render`` prints)."""
+        extra: Counts = {}
+        for counts, _ in self._included:
+            add_counts(extra, counts())
+        return merged_metrics(self.registry.collect(), extra)
 
     def turn_ended(self, key: RuntimeKey, report: TurnReport) -> None:
         """Count a turn's end, its duration and its tool calls (a turn listener)."""
         profile = key.profile
+        self._changes += 1
         self._child(self._turns, "inc", profile, report.status)(1)
         if report.status != "dropped":
             self._child(self._turn_seconds, "observe", profile)(report.seconds)
@@ -96,6 +134,7 @@ class HostMetrics:
     def model_call(self, record: ModelCallRecord) -> None:
         """Time a model call and count its tokens (a gateway call listener)."""
         outcome = record.error_kind or "ok"
+        self._changes += 1
         self._child(self._call_seconds, "observe", record.member, outcome)(record.latency_seconds)
         usage = record.usage
         if usage is None:
@@ -116,6 +155,7 @@ class HostMetrics:
                 syncer(fd)
             finally:
                 observe(time.perf_counter() - start)
+                self._changes += 1
 
         return timed
 

@@ -1,9 +1,9 @@
 """The host's own routes on its HTTP ingress: ``/metrics`` for Prometheus and ``/readyz`` for orchestrators.
 
 Each is a mount of its own (the prefix is the route), made through ``HttpIngress.mount`` as any plugin's:
-``GET /metrics`` answers ``HostMetrics.render()``; ``GET /readyz`` answers 200 ``{"ready": true,
-"problems": []}`` when ``problems()`` finds nothing, else 503 with what is not ready (``Retry-After: 5``).
-``/healthz`` (the process answers at all) is the ingress's own.
+``GET /metrics`` answers ``HostMetrics.scrape()`` (with a supervisor's workers' counts, asked now);
+``GET /readyz`` answers 200 ``{"ready": true, "problems": []}`` when ``problems()`` finds nothing, else 503
+with what is not ready (``Retry-After: 5``). ``/healthz`` (the process answers at all) is the ingress's own.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def metrics_handler(metrics: HostMetrics) -> HttpHandler:
     """The handler of ``GET /metrics``."""
 
     async def serve(request: HttpRequest) -> HttpResponse:
-        return HttpResponse(200, metrics.render(), media_type=CONTENT_TYPE)
+        return HttpResponse(200, await metrics.scrape(), media_type=CONTENT_TYPE)
 
     return serve
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ishiki_host.config.models import ModelsConfig
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.clock import Clock
+    from ishiki_host.core.entries import Entry
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.errors import ConfigError
     from ishiki_host.ingress.types import HttpMount
@@ -55,6 +56,7 @@ __all__ = [
     "LogTail",
     "PairingAdmin",
     "ProfileStatus",
+    "RuntimeLogView",
 ]
 
 RESERVED_PREFIXES = frozenset({"/hooks", "/healthz", "/readyz", "/metrics"})
@@ -108,6 +110,42 @@ class LogTail(Protocol):
 
     async def wait_after(self, seq: int) -> None:
         """Return once a line newer than ``seq`` exists (at once when one does)."""
+        ...
+
+
+class RuntimeLogView(Protocol):
+    """A live runtime's fact log, read-only (``HostPluginContext.runtime_log``): the same whether the runtime
+    runs in this process or in a worker of ``ishiki run --workers N``, where the worker that owns the key
+    answers each read and wait over its link.
+
+    A view follows one life of the runtime: once that runtime stops, ``closed`` is true, waits return at once
+    and reads raise ``FactLogError``; ask ``runtime_log`` again for the runtime that took its place. Entries
+    come oldest first, and a window costs what it holds, not the log's history.
+    """
+
+    @property
+    def key(self) -> RuntimeKey:
+        """The runtime's address."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """Whether the runtime this view reads has stopped (known at the latest when a wait returns)."""
+        ...
+
+    async def window(self, *, before: int | None = None, limit: int) -> list[Entry]:
+        """The newest ``limit`` entries whose id is below ``before`` (of the whole log when ``None``), oldest
+        first."""
+        ...
+
+    async def since(self, after: int, *, limit: int) -> list[Entry]:
+        """The entries newer than ``after``, oldest first: the newest ``limit`` of them when there are more
+        (compare the first id with ``after + 1`` to tell what was skipped)."""
+        ...
+
+    async def wait_appended(self, after: int) -> None:
+        """Return once the log holds an entry newer than ``after`` (at once when it does), or once the runtime
+        has stopped."""
         ...
 
 
@@ -270,13 +308,21 @@ class HostPluginContext(Protocol):
         ...
 
     def runtime(self, key: RuntimeKey) -> RuntimeContext | None:
-        """The runtime ``key`` while it is alive (its fact log, bus, sessions), never spawning one; ``None``
-        when it is not running. Read it; what it writes is the runtime's own."""
+        """The runtime ``key`` while it is alive in this process (its fact log, bus, sessions), never spawning
+        one; ``None`` when it is not running, and always under ``ishiki run --workers N``, whose runtimes run in
+        the workers (``runtime_log`` and ``tools`` reach them). Read it; what it writes is the runtime's own."""
+        ...
+
+    async def runtime_log(self, key: RuntimeKey) -> RuntimeLogView | None:
+        """The fact log of the live runtime ``key``, read-only, wherever it runs (this process, or the worker
+        that owns the key); ``None`` when it is not running. Never spawns one."""
         ...
 
     async def tools(self, key: RuntimeKey) -> Sequence[Tool] | None:
         """Every tool a turn of the live runtime ``key`` could offer, before switches and trust filter them
-        (what ``/tools`` lists); ``None`` when it is not running."""
+        (what ``/tools`` lists); ``None`` when it is not running. For a runtime in a worker, the worker lists
+        them: their names, descriptions, parameters, trust and kind are its; calling one raises ``ToolError``
+        (a tool runs in its runtime's turns)."""
         ...
 
     @property

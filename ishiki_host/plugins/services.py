@@ -2,8 +2,9 @@
 
 The host fills in its own services once, at start, before any runtime runs: the time zone of ``ishiki.yaml``,
 the memory database (``memory``, or ``memory_error`` saying why there is none), how many memories a turn
-retrieves, the host's runtimes (``runtimes``: a heartbeat reaches the runtime of a chat this way) and a task
-group for work that outlives the runtime that started it (``spawn``).
+retrieves, the embeddings models of ``models.yaml`` (``embeddings``: ``None`` when the host offers none), the
+host's runtimes (``runtimes``: a heartbeat reaches the runtime of a chat this way) and a task group for work
+that outlives the runtime that started it (``spawn``).
 
 Plugins share host-wide objects of their own by typed key: ``services.setdefault(KEY, factory)`` makes the
 object on first use and hands every later caller the same one (the MCP extension keeps its server manager so;
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from ishiki_host.core.shared import ServiceKey, SharedObjects
 
 if TYPE_CHECKING:
+    from ishiki_host.gateway.embeddings import EmbeddingSource
     from ishiki_host.plugins.runtime_api import RuntimeContext
     from ishiki_host.store.memory_store import MemoryStore
     from ishiki_host.store.repos.memory_types import ScopeMode
@@ -66,6 +68,7 @@ class HostServices(SharedObjects):
         memory_scope: ScopeMode = "sender",
         runtimes: RuntimeDirectory | None = None,
         spawn: Spawn | None = None,
+        embeddings: EmbeddingSource | None = None,
     ):
         super().__init__()
         self.timezone = timezone
@@ -74,6 +77,7 @@ class HostServices(SharedObjects):
         self.memory_limit = memory_limit
         self.memory_scope: ScopeMode = memory_scope  # memory.scope of ishiki.yaml: which memories a reader recalls
         self.runtimes = runtimes
+        self.embeddings = embeddings  # ref -> Embedder (ishiki_host.gateway.embeddings.GatewayEmbeddings)
         self._spawn = spawn
 
     def spawn(self, fn: Callable[[], Awaitable[object]], *, name: str) -> None:

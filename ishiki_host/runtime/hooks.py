@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ishiki_host.core.hooks import AgentHooks, Block, Stop
 from ishiki_host.core.tools import ToolResult, trust_allows
-from ishiki_host.runtime.redaction import hide_above
+from ishiki_host.runtime.redaction import Redaction
 
 if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
@@ -90,6 +90,8 @@ class RuntimeHooks(AgentHooks):
         self._admit_joined = admit_joined
         self._text_is_reply = text_is_reply
         self._drafts = drafts
+        self._redaction = Redaction()  # hide_above, kept from step to step; given back when the runtime cools
+        log.on_shrink(self._redaction.clear)
 
     async def prepare_step(self, step: Step) -> None:
         """Drop a draft an earlier step left open; let joined messages lower the trust level, then drop the
@@ -135,7 +137,7 @@ class RuntimeHooks(AgentHooks):
         """Content above the turn's level becomes a placeholder (``runtime.redaction``)."""
         turn = self._turn()
         chats = None if self._profile.mode == "channel" else turn.targets()
-        return hide_above(entries, turn.trust, chats)
+        return self._redaction(entries, turn.trust, chats)
 
     async def transform_messages(self, messages: list[Message], step: Step) -> list[Message]:
         """Resolve image parts for the model."""

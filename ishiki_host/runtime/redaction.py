@@ -16,6 +16,9 @@ and otherwise a placeholder that says what was hidden, never what it said:
 
 Content written before levels were stamped counts as ``trusted`` (``LEGACY_LEVEL``): hidden from untrusted
 turns, shown to the others as before. Events and the host's own prompts carry no content of anyone's.
+
+``Redaction`` is ``hide_above`` kept from step to step: a window that extends the last one, seen at the same
+level from the same chats, has only its new entries looked at (and its placeholders stay the same objects).
 """
 
 from __future__ import annotations
@@ -27,12 +30,13 @@ from ishiki_host.channels.inbound import is_inbound, source_target
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.levels import CONTENT_TRUST, content_level
 from ishiki_host.core.tools import trust_allows
+from ishiki_host.core.window import extends
 
 if TYPE_CHECKING:
     from ishiki_host.addresses.ids import Target
     from ishiki_host.core.tools import TrustLevel
 
-__all__ = ["LEGACY_LEVEL", "hide_above"]
+__all__ = ["LEGACY_LEVEL", "Redaction", "hide_above"]
 
 LEGACY_LEVEL: TrustLevel = "trusted"
 _SEND = "send_message"
@@ -45,6 +49,32 @@ def hide_above(entries: list[Entry], level: TrustLevel, chats: Set[Target] | Non
     if level == "owner":
         return entries
     return [_visible(entry, level, chats) for entry in entries]
+
+
+class Redaction:
+    """``hide_above`` of one runtime's windows, kept between calls (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[TrustLevel, frozenset[Target] | None] | None = None
+        self._entries: list[Entry] = []
+        self._shown: list[Entry] = []
+
+    def clear(self) -> None:
+        """Forget the last window."""
+        self._seen, self._entries, self._shown = None, [], []
+
+    def __call__(self, entries: list[Entry], level: TrustLevel, chats: Set[Target] | None) -> list[Entry]:
+        """What ``hide_above(entries, level, chats)`` returns."""
+        if level == "owner":
+            return entries
+        seen = (level, frozenset(chats) if chats is not None else None)
+        if seen == self._seen and extends(entries, self._entries):
+            new = entries[len(self._entries) :]
+        else:
+            self._seen, self._entries, self._shown, new = seen, [], [], entries
+        self._entries.extend(new)
+        self._shown.extend(_visible(entry, level, chats) for entry in new)
+        return list(self._shown)
 
 
 def _visible(entry: Entry, level: TrustLevel, chats: Set[Target] | None) -> Entry:

@@ -20,7 +20,9 @@ from ishiki_host.store.db import Database
 from ishiki_host.store.repos.heartbeats import HeartbeatRepo
 from ishiki_host.store.repos.images import ImagesRepo
 from ishiki_host.store.repos.memories import MemoriesRepo
+from ishiki_host.store.repos.memory_vectors import MemoryVectorsRepo
 from ishiki_host.store.repos.pairing import PairingRepo
+from ishiki_host.store.repos.people import PeopleRepo
 from ishiki_host.store.repos.plugin_settings import PluginSettingsRepo
 from ishiki_host.store.repos.sessions import SessionsRepo
 from ishiki_host.store.repos.skills import LearnedSkillsRepo
@@ -35,14 +37,16 @@ logger = logging.getLogger("ishiki_host.store")
 
 
 class MemoryStore:
-    """The memory database: sessions, memories, images, learned skills, heartbeats, plugin settings, usage,
-    DM pairing."""
+    """The memory database: sessions, memories (and their embeddings, ``vectors``), the profiles of people
+    (``people``), images, learned skills, heartbeats, plugin settings, usage, DM pairing."""
 
     def __init__(self, db: Database, clock: Clock):
         self.db = db
         self.clock = clock
         self.sessions = SessionsRepo(db, clock)
         self.memories = MemoriesRepo(db, clock)
+        self.vectors = MemoryVectorsRepo(db, clock)
+        self.people = PeopleRepo(db, clock)
         self.images = ImagesRepo(db, clock)
         self.skills = LearnedSkillsRepo(db, clock)
         self.heartbeats = HeartbeatRepo(db, clock)

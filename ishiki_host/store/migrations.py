@@ -133,6 +133,49 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        7,
+        "memory_vectors, memory_vector_bands, person_profiles: the embedding of each memory with its hash index, "
+        "and the profile the summarizer keeps of each person and group",
+        # Memories made before have none: the memory extension embeds them in the background.
+        (
+            """
+            CREATE TABLE memory_vectors (
+                memory_id INTEGER PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+                model TEXT NOT NULL CHECK (length(model) > 0),
+                profile TEXT NOT NULL CHECK (length(profile) > 0),
+                dimensions INTEGER NOT NULL CHECK (dimensions > 0),
+                vector BLOB NOT NULL CHECK (length(vector) = 4 * dimensions),
+                embedded_at REAL NOT NULL
+            )
+            """,
+            "CREATE INDEX memory_vectors_by_model ON memory_vectors (model, profile)",
+            """
+            CREATE TABLE memory_vector_bands (
+                model TEXT NOT NULL,
+                profile TEXT NOT NULL,
+                band INTEGER NOT NULL CHECK (band >= 0),
+                signature INTEGER NOT NULL CHECK (signature >= 0),
+                memory_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+                PRIMARY KEY (model, profile, band, signature, memory_id)
+            ) WITHOUT ROWID
+            """,
+            "CREATE INDEX memory_vector_bands_by_memory ON memory_vector_bands (memory_id)",
+            """
+            CREATE TABLE person_profiles (
+                profile TEXT NOT NULL CHECK (length(profile) > 0),
+                subject TEXT NOT NULL CHECK (length(subject) > 0),
+                kind TEXT NOT NULL CHECK (kind IN ('sender', 'chat')),
+                name TEXT,
+                content TEXT NOT NULL CHECK (length(trim(content)) > 0),
+                min_trust TEXT NOT NULL CHECK (min_trust IN ('untrusted', 'trusted', 'owner')),
+                edited_by TEXT NOT NULL CHECK (edited_by IN ('summarizer', 'owner')),
+                updated_at REAL NOT NULL,
+                PRIMARY KEY (profile, subject)
+            ) WITHOUT ROWID
+            """,
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

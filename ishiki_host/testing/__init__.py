@@ -1,7 +1,7 @@
 """The test kit: stand-in models, loopback fake model servers, the network guard, a fake channel and channel
-host, a fake host-plugin context, test engines, the runtime harness and a real Host on a temporary config
-directory, and the real parts a plugin's tests drive (the gateway over a model API, the installed services); see
-``docs/testing.md``.
+host, a fake host-plugin context, test engines, the runtime harness, a real Host on a temporary config
+directory and ``ishiki run`` in a subprocess, and the real parts a plugin's tests drive (the gateway over a model
+API, the installed services); see ``docs/testing.md``.
 
 Everything a plugin's tests need is importable from here (and the plugin itself from ``ishiki_host``); the
 pytest plugin (entry point ``pytest11``) adds the fixtures.
@@ -19,6 +19,7 @@ from ishiki_host.testing.channel_host import FakeChannelHost, FakeDelivery
 from ishiki_host.testing.channels import FakeChannel, FakeConnection, SentMessage
 from ishiki_host.testing.configs import plugin_config
 from ishiki_host.testing.connection import running_connection
+from ishiki_host.testing.embeddings import ConceptEmbedder
 from ishiki_host.testing.engines import EveryMessageWakeup, PassthroughToolcall, PlainContext
 from ishiki_host.testing.expect import ExpectationFailed, Expectations, RecordedCall
 from ishiki_host.testing.fake_anthropic import FakeAnthropicServer
@@ -32,6 +33,7 @@ from ishiki_host.testing.http import serve_http
 from ishiki_host.testing.http_server import LoopbackServer, RecordedRequest, Response
 from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
 from ishiki_host.testing.network_guard import NetworkGuardError
+from ishiki_host.testing.process import IshikiProcess
 from ishiki_host.testing.registry import registry_with
 from ishiki_host.testing.schema_values import example_arguments
 from ishiki_host.testing.testmodel import KERNEL_TOOL_NAMES, TestModel
@@ -40,6 +42,7 @@ from ishiki_host.tools.read import make_read_tool
 __all__ = [
     "KERNEL_TOOL_NAMES",
     "CallContext",
+    "ConceptEmbedder",
     "EveryMessageWakeup",
     "ExpectationFailed",
     "Expectations",
@@ -55,6 +58,7 @@ __all__ = [
     "Gateway",
     "HostLogTail",
     "HttpIngress",
+    "IshikiProcess",
     "LoopbackServer",
     "MakeHost",
     "ModelsConfig",

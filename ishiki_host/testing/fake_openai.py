@@ -1,13 +1,17 @@
-"""``FakeOpenAIServer``: the OpenAI Chat Completions protocol on 127.0.0.1 (``POST /v1/chat/completions``)."""
+"""``FakeOpenAIServer``: the OpenAI Chat Completions protocol on 127.0.0.1 (``POST /v1/chat/completions``),
+and the embeddings API (``POST /v1/embeddings``) answered by a deterministic ``ConceptEmbedder``."""
 
 from __future__ import annotations
 
 import json
+import threading
+from collections import deque
 from typing import Any
 
 from ishiki_host.jsontypes import Json
+from ishiki_host.testing.embeddings import ConceptEmbedder
 from ishiki_host.testing.fake_models import FakeModelServer, Reply, chunk_bytes
-from ishiki_host.testing.http_server import Response
+from ishiki_host.testing.http_server import RecordedRequest, Response
 
 __all__ = ["FakeOpenAIServer"]
 
@@ -29,11 +33,55 @@ def _event(data: dict[str, Json] | str) -> bytes:
 class FakeOpenAIServer(FakeModelServer):
     """A loopback OpenAI-compatible server. ``base_url`` is what a provider's ``base_url`` names.
 
-    Also answers with ``empty_choices()`` (a 200 with ``"choices": []``).
+        Also answers with ``empty_choices()`` (a 200 with ``"choices": []``).
+
+        ``POST /v1/embeddings`` answers with ``embedder``'s vectors (a ``ConceptEmbedder`` of 128 dimensions unless
+        replaced), or with what ``push_embeddings`` queued (an outage, vectors of another length...);
+        ``embedding_requests`` lists the requests it received (``requests`` holds them too, among the chat
+    requests); chat scripting is unaffected.
     """
 
     api = "openai-completions"
     path = "/v1/chat/completions"
+    embeddings_path = "/v1/embeddings"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedder = ConceptEmbedder()
+        self.embedding_requests: list[RecordedRequest] = []
+        self._embedding_queue: deque[Response] = deque()
+        self._embedding_lock = threading.Lock()
+
+    def push_embeddings(self, *answers: Response) -> None:
+        """Queue answers for the next ``/embeddings`` requests, in order (then the embedder answers again)."""
+        with self._embedding_lock:
+            self._embedding_queue.extend(answers)
+
+    def embeddings_down(self, times: int = 1) -> None:
+        """Queue ``times`` 503 answers to ``/embeddings`` (an embeddings model that is down)."""
+        self.push_embeddings(*[Response.json(self.error_body("model is loading", "server_error", 503), 503)] * times)
+
+    @staticmethod
+    def embeddings_response(vectors: list[list[float]], model: str = "fake-embed") -> Response:
+        """The 200 answer of ``/embeddings`` carrying ``vectors`` (to queue vectors of a chosen length)."""
+        data: list[Json] = [{"object": "embedding", "index": i, "embedding": list(v)} for i, v in enumerate(vectors)]
+        return Response.json({"object": "list", "model": model, "data": data})
+
+    def _handle(self, request: RecordedRequest) -> Response:
+        if request.method != "POST" or request.path.split("?")[0] != self.embeddings_path:
+            return super()._handle(request)
+        with self._embedding_lock:
+            self.embedding_requests.append(request)
+            queued = self._embedding_queue.popleft() if self._embedding_queue else None
+        if queued is not None:
+            return queued
+        body = request.json if isinstance(request.json, dict) else {}
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return Response.json(self.error_body("input must be a string or a list of strings", "invalid", 400), 400)
+        vectors = [self.embedder.vector(str(text)) for text in texts]
+        return self.embeddings_response(vectors, str(body.get("model", "fake-embed")))
 
     def empty_choices(self) -> None:
         """Queue a 200 with an empty choices list."""

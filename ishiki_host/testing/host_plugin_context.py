@@ -19,7 +19,8 @@ host refuses it. ``status()`` is a fresh copy of ``report`` when one is set, and
 ``ishiki status --json``'s, made from ``profiles`` and ``http`` on each call.
 
 The rest of the host is what the test puts there: ``runtimes`` (the live runtimes by key, e.g. a
-``TestHarness``'s ``runtime.context``) and ``tool_surfaces`` (what ``tools(key)`` lists), ``heartbeat_admin``
+``TestHarness``'s ``runtime.context``; ``runtime_log(key)`` reads the log of one, while it is open) and
+``tool_surfaces`` (what ``tools(key)`` lists), ``heartbeat_admin``
 (``None``: a host without heartbeats), ``pairing_admin`` (``None``: a host without a memory database),
 ``installed_plugins``; ``logs`` is a real ``HostLogTail`` the test feeds with ``ctx.logs.write("WARNING", "disk
 almost full")`` (or by logging through ``ctx.logs.installed()``).
@@ -43,6 +44,7 @@ from ishiki_host.ingress import HttpIngress
 from ishiki_host.observe.activity import RecentActivity
 from ishiki_host.observe.logtail import HostLogTail
 from ishiki_host.plugins.hostplugin import RESERVED_PREFIXES, ProfileStatus
+from ishiki_host.plugins.logview import FactLogView
 from ishiki_host.plugins.services import HostServices
 
 if TYPE_CHECKING:
@@ -50,7 +52,13 @@ if TYPE_CHECKING:
     from ishiki_host.core.tools import Tool
     from ishiki_host.ingress.types import HttpMount
     from ishiki_host.jsontypes import Json
-    from ishiki_host.plugins.hostplugin import HeartbeatAdmin, HostPluginContext, InstalledPlugin, PairingAdmin
+    from ishiki_host.plugins.hostplugin import (
+        HeartbeatAdmin,
+        HostPluginContext,
+        InstalledPlugin,
+        PairingAdmin,
+        RuntimeLogView,
+    )
     from ishiki_host.plugins.runtime_api import RuntimeContext
 
 __all__ = ["FakeHostPluginContext"]
@@ -130,6 +138,11 @@ class FakeHostPluginContext:
     def runtime(self, key: RuntimeKey) -> RuntimeContext | None:
         """``runtimes[key]``, or ``None``."""
         return self.runtimes.get(key)
+
+    async def runtime_log(self, key: RuntimeKey) -> RuntimeLogView | None:
+        """A read-only view of ``runtimes[key].log`` while it is open, or ``None``."""
+        runtime = self.runtimes.get(key)
+        return FactLogView(key, runtime.log) if runtime is not None and not runtime.log.closed else None
 
     async def tools(self, key: RuntimeKey) -> Sequence[Tool] | None:
         """``tool_surfaces[key]``, or ``None``."""

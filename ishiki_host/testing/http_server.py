@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from ishiki_host.jsontypes import Json
 
@@ -47,6 +47,8 @@ class Response:
     ``hang``: send nothing until the server closes. ``cut``: close the connection before the body is complete.
     ``delay``: wait this many seconds before answering (other connections are served meanwhile).
     ``chunk_delay``: wait this many seconds between two chunks (a model writing its answer token by token).
+    ``gate``: send every chunk but the last, that one only once the event is set (a test holds a stream unfinished
+    until it has seen what the client did with what came; the server's stop releases it too).
     """
 
     status: int = 200
@@ -57,6 +59,7 @@ class Response:
     cut: bool = False
     delay: float = 0.0
     chunk_delay: float = 0.0
+    gate: threading.Event | None = field(default=None, compare=False)
 
     @classmethod
     def json(cls, data: Json, status: int = 200, headers: Sequence[tuple[str, str]] = ()) -> Response:
@@ -85,11 +88,16 @@ class _State:
 
 
 class LoopbackServer:
-    """Serves ``handler`` on ``127.0.0.1:<ephemeral port>`` from a background thread; a context manager."""
+    """Serves ``handler`` on ``127.0.0.1:<ephemeral port>`` from a background thread; a context manager.
+
+    ``requests`` are the requests received; ``in_flight`` counts those being answered, ``most_in_flight`` is the
+    most there were at once (a test of a concurrency limit reads it)."""
 
     def __init__(self, handler: Handler):
         self.handler = handler
         self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
         self.port = 0
         self._state = _State()
         self._ready = threading.Event()
@@ -178,6 +186,14 @@ class LoopbackServer:
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         request = RecordedRequest(method, path, headers, body)
         self.requests.append(request)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return await self._answer(request, writer)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
         try:
             response = self.handler(request)
         except Exception:
@@ -189,10 +205,9 @@ class LoopbackServer:
             await self._state.stop.wait()
             return False
         await self._write(writer, response)
-        return not response.cut and headers.get("connection", "").lower() != "close"
+        return not response.cut and request.headers.get("connection", "").lower() != "close"
 
-    @staticmethod
-    async def _write(writer: asyncio.StreamWriter, response: Response) -> None:
+    async def _write(self, writer: asyncio.StreamWriter, response: Response) -> None:
         if response.chunks is None:
             body = response.body
             if response.cut:
@@ -202,7 +217,10 @@ class LoopbackServer:
             await writer.drain()
             return
         writer.write(_head(response, True, 0))
+        last = len(response.chunks) - 1
         for index, chunk in enumerate(response.chunks):
+            if index == last and index and response.gate is not None:
+                await self._released(response.gate)
             if index and response.chunk_delay > 0:
                 await asyncio.sleep(response.chunk_delay)
             if chunk:
@@ -211,3 +229,16 @@ class LoopbackServer:
         if not response.cut:
             writer.write(b"0\r\n\r\n")
         await writer.drain()
+
+    async def _released(self, gate: threading.Event) -> None:
+        """Until ``gate`` is set or the server stops (which sets it, so the thread waiting on it ends too)."""
+        assert self._state.stop is not None
+        opened = asyncio.get_running_loop().run_in_executor(None, gate.wait)
+        stopped = asyncio.ensure_future(self._state.stop.wait())
+        either: list[asyncio.Future[Any]] = [opened, stopped]
+        try:
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # stopped or cancelled: set it, or the executor's thread would wait on it forever
+            gate.set()
+            stopped.cancel()
+        await opened

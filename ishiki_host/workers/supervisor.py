@@ -3,9 +3,11 @@
 ``WorkerSupervision`` gives the supervisor's ``HostRole`` (events to the worker that owns their key, beats to the
 worker of their target, a reload passed on to every worker, the workers in the host's status) and, once the
 host has started, runs the pool (``running``): it serves each worker the channel operations of its runtimes
-(``ishiki_host.workers.serving``) and keeps every worker told which connections are up, the whole list at each
-(re)start and after each change. The list is sent again when it changed while it was being sent, so a worker
-that becomes ready never misses a change (it counts as ready only once its ``on_ready`` returned).
+(``ishiki_host.workers.serving``) and the slot leases of its model calls (``ishiki_host.workers.leases``, from
+the supervisor's own scheduler, when ``scheduler.across_workers`` is ``lease``), and keeps every worker told
+which connections are up, the whole list at each (re)start and after each change. The list is sent again when
+it changed while it was being sent, so a worker that becomes ready never misses a change (it counts as ready
+only once its ``on_ready`` returned).
 
 A reload that changes ``workers`` of ``ishiki.yaml`` is applied by a clean restart of the workers (drained, then
 the new count started; each key moves to its new owner, its fact log with it), said in the log; one to 1 waits
@@ -23,7 +25,7 @@ import random
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,15 +33,20 @@ import anyio
 
 from ishiki_host.config.host import resolved_workers
 from ishiki_host.host.roles import HostRole
+from ishiki_host.observe.fleet import WorkerCounts
+from ishiki_host.workers.leases import LeaseLink
 from ishiki_host.workers.outlets import ChannelInfo
 from ishiki_host.workers.owners import HashOwners
 from ishiki_host.workers.placement import WorkerBeats, WorkerPlacement
 from ishiki_host.workers.pool import WorkerPool
 from ishiki_host.workers.serving import channel_handlers
+from ishiki_host.workers.views import WorkerViews
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
 
+    from ishiki_host.addresses.keys import RuntimeKey
+    from ishiki_host.config.host import WorkerSlots
     from ishiki_host.core.clock import Clock
     from ishiki_host.host.host import Host
     from ishiki_host.jsontypes import Json
@@ -76,10 +83,12 @@ class WorkerSupervision:
         seed: int | None = None,
         start_timeout: float = 60.0,
         fixed: bool = False,
+        one_process: Callable[[Host, int], None] | None = None,
     ):
         self.root = root
         self.count = count
         self.fixed = fixed
+        self._one_process = one_process  # a reload asked for one worker: the caller restarts the host as one process
         self._options = list(options)
         self._clock = clock
         self._rng = random.Random(seed)
@@ -93,6 +102,10 @@ class WorkerSupervision:
         self._version = 0
         self._reloads = 0
         self._views: dict[int, dict[str, Json]] = {}
+        self._counts = WorkerCounts()  # every worker life's metrics, summed into the supervisor's /metrics
+        self._refreshing = anyio.Lock()  # one status round at a time (the 2 s watch, a scrape)
+        self._slots: WorkerSlots = "split"  # read from the host's config when the pool starts
+        self._leases: dict[int, LeaseLink] = {}  # each worker's current link's slot leases
 
     @property
     def pool(self) -> WorkerPool:
@@ -116,6 +129,7 @@ class WorkerSupervision:
             after_reload=self._reload_workers,
             workers=self._workers_status,
             runtimes=self._runtimes,
+            views=WorkerViews(self._owner_peer, self._spawn),
         )
 
     def _make_pool(self, count: int) -> WorkerPool:
@@ -123,7 +137,7 @@ class WorkerSupervision:
         options = self._options
         return WorkerPool(
             count,
-            lambda index, path: worker_command(self.root, index, count, path, options),
+            lambda index, path: worker_command(self.root, index, count, path, [*options, "--slots", self._slots]),
             self._handlers,
             socket_path=self._socket_path,
             clock=self._clock,
@@ -136,6 +150,8 @@ class WorkerSupervision:
     async def running(self, host: Host) -> AsyncIterator[None]:
         """Run the pool for ``host`` (started, in the supervisor role) until the block ends, then drain it."""
         self._host = host
+        self._slots = host.config.host.scheduler.across_workers  # for every worker of this run, as event_loop
+        self._include_counts(host)
         remove = host.directory.add_listener(self._channels_changed)
         try:
             async with anyio.create_task_group() as tg:
@@ -175,26 +191,66 @@ class WorkerSupervision:
         self._owners = HashOwners(count)
         self._pool = self._make_pool(count)
         self._views = {}
+        self._counts.retire_all()
         await self._start_pool()
 
     async def _watch_views(self) -> None:
         """Every ``VIEW_SECONDS``: what each worker says of itself (its runtimes, its gateway and breakers)."""
         while True:
-            results = await self.pool.broadcast("status", {})
-            self._views = {i: r for i, r in results.items() if isinstance(r, dict)}
+            await self._refresh_views()
             await self._clock.sleep(VIEW_SECONDS)
 
+    async def _refresh_views(self) -> None:
+        """What each worker says of itself now; its metrics' counts go into ``_counts`` by life (its pid)."""
+        async with self._refreshing:
+            pool = self.pool
+            results = await pool.broadcast("status", {"counts": self._counts.held()})
+            if pool is not self.pool:  # the workers were replaced meanwhile: these lives are retired already
+                return
+            self._views = {i: r for i, r in results.items() if isinstance(r, dict)}
+        for index, view in self._views.items():
+            try:
+                if "counts" in view:
+                    self._counts.update(index, view.get("pid"), view["counts"])
+            except ValueError as exc:
+                logger.warning("worker %d sent counts that do not read: %s", index, exc)
+
+    def _include_counts(self, host: Host) -> None:
+        """The workers' turns, calls and tokens in the supervisor's ``/metrics`` and activity."""
+        observed = host.observability
+        if observed is None:
+            return
+        observed.activity.include(lambda: [a for v in self._views.values() if isinstance(a := v.get("activity"), dict)])
+        if observed.metrics is not None:
+            observed.metrics.include(self._counts.totals, self._refresh_for_scrape)
+
+    async def _refresh_for_scrape(self) -> None:
+        """The workers' counts now, for a scrape; those they said last if they do not answer in time (a wedged
+        worker never holds up ``/metrics``)."""
+        with anyio.move_on_after(VIEW_SECONDS):
+            await self._refresh_views()
+
     def _workers_status(self) -> list[dict[str, Json]]:
-        """Each worker's state, with its runtimes and gateway as it said last (``VIEW_SECONDS`` old at most)."""
+        """Each worker's state, with its runtimes, gateway and activity as it said last (``VIEW_SECONDS`` old at
+        most)."""
         out: list[dict[str, Json]] = []
         for status in self.pool.status():
             view = self._views.get(status.index, {}) if status.state == "ready" else {}
-            out.append({**status.to_json(), "routes": view.get("routes", {}), "gateway": view.get("gateway", {})})
+            seen = {name: view.get(name, {}) for name in ("routes", "gateway", "activity")}
+            out.append({**status.to_json(), **seen, **self._lease_counts(status.index)})
         return out
+
+    def _lease_counts(self, index: int) -> dict[str, Json]:
+        """The slot leases worker ``index`` holds and waits for now (when it leases: ``across_workers``)."""
+        link = self._leases.get(index)
+        if self._slots != "lease" or link is None:
+            return {}
+        return {"leases": {"held": link.held, "waiting": link.waiting}}
 
     def _runtimes(self) -> dict[str, list[str]]:
         """The live runtime keys by profile, across the workers (as they said last)."""
-        merged: dict[str, list[str]] = {route.profile.id: [] for route in self._started().routes}
+        host = self._host  # ``None`` when asked before the pool runs (a host plugin's start): no profile yet
+        merged: dict[str, list[str]] = {route.profile.id: [] for route in host.routes} if host is not None else {}
         for view in self._views.values():
             routes = view.get("routes")
             if isinstance(routes, dict):
@@ -203,13 +259,20 @@ class WorkerSupervision:
                         merged.setdefault(profile, []).extend(str(k) for k in keys)
         return {profile: sorted(keys) for profile, keys in merged.items()}
 
+    def _owner_peer(self, key: RuntimeKey) -> Peer | None:
+        return self.pool.peer(self._owners.owner(str(key)))
+
+    def _spawn(self, fn: Callable[[], Awaitable[object]], name: str) -> None:
+        self._started().services.spawn(fn, name=name)
+
     def _started(self) -> Host:
         assert self._host is not None, "the pool runs only once the host has started"
         return self._host
 
     def _handlers(self, index: int) -> dict[str, Handler]:
         host = self._started()
-        return channel_handlers(host.directory, host.shared_parts.fetchers)
+        leases = self._leases[index] = LeaseLink(lambda: host.gateways.gateway)
+        return {**channel_handlers(host.directory, host.shared_parts.fetchers), **leases.handlers()}
 
     def _channel_list(self) -> dict[str, Json]:
         directory = self._started().directory
@@ -221,6 +284,8 @@ class WorkerSupervision:
         return {"up": up}
 
     async def _on_ready(self, index: int, peer: Peer) -> None:
+        assert self._tg is not None
+        self._tg.start_soon(self._leases[index].serve, peer)  # first: the leases asked for meanwhile wait for it
         if self._reloads:  # it may have read the config before the last reload: have it read it again (a no-op
             await peer.call("reload", {})  # when it read the current one)
         while True:
@@ -246,6 +311,9 @@ class WorkerSupervision:
             logger.warning(
                 "ishiki.yaml: workers %d; --workers %d given, so it stays %d", wanted, self.count, self.count
             )
+        elif wanted != self.count and wanted == 1 and self._one_process is not None:
+            self._one_process(self._started(), 1)  # it says so in the log
+            return
         elif wanted != self.count and wanted == 1:
             logger.warning("ishiki.yaml: workers 1 takes effect at the next start (this host runs as a supervisor)")
         elif wanted != self.count:

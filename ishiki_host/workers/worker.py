@@ -13,6 +13,10 @@ resumes the unfinished runtimes it owns. It serves:
 - ``beat.run`` (beat id, prompt): the beat, read from the memory database, on this worker's runtimes.
 - ``reload``: reload the config directory (the supervisor reloaded its own first); ``stop``: stop cleanly.
 - ``status``: this worker's ``Host.status()`` part that only it knows (its runtimes, its gateway).
+- ``slot.granted`` (id): the supervisor granted one of its model call slots (``slots="lease"``: every call's slot
+  is leased from the supervisor, ``ishiki_host.workers.leases``; ``split``: the worker keeps its even share).
+- ``log.open``, ``log.read``, ``log.wait``, ``tools``: its runtimes' logs and tools, for the supervisor's host
+  plugins (``ishiki_host.workers.views``).
 
 The worker stops cleanly when its supervisor says so or on SIGTERM. When its link drops otherwise (the
 supervisor is gone, or reset the link), it ends at once, as a crash would (``_link_lives`` says why), with
@@ -34,19 +38,23 @@ from ishiki_host.addresses.keys import RuntimeKey
 from ishiki_host.errors import AgentStopped, BeatRunFailed, ConfigDirError, IshikiError
 from ishiki_host.heartbeat.runner import RuntimeBeatRunner
 from ishiki_host.host.beats import RouteRuntimes
+from ishiki_host.host.collector import freeze_startup_heap
 from ishiki_host.host.host import Host
 from ishiki_host.host.roles import HostRole
 from ishiki_host.plugins.configdir import load_config_dir
 from ishiki_host.workers.codec import attachment_from, event_from
+from ishiki_host.workers.leases import LeaseClient
 from ishiki_host.workers.outlets import ChannelInfo, RemoteFetchers, RemoteOutlets
 from ishiki_host.workers.owners import HashOwners
 from ishiki_host.workers.peer import Handler, Peer
 from ishiki_host.workers.pool import CONFIG_UNUSABLE, LINK_GONE
+from ishiki_host.workers.views import LogViewService, key_from
 from ishiki_host.workers.wire import FrameError, write_frame
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ishiki_host.config.host import WorkerSlots
     from ishiki_host.gateway.gateway import CallListener, Gateway
     from ishiki_host.host.routes import ProfileRoute
     from ishiki_host.jsontypes import Json
@@ -63,14 +71,18 @@ class WorkerService:
     def __init__(self, index: int):
         self.index = index
         self.outlets: RemoteOutlets | None = None  # set once the link is made (the outlets send over it)
+        self.leases: LeaseClient | None = None  # likewise, when the worker leases its call slots
         self.stopping = False  # the supervisor asked this worker to stop (SIGTERM counts too)
         self._host: Host | None = None
         self._ready = anyio.Event()
 
     def serve(self, host: Host) -> None:
-        """``host`` has started: requests that waited for it go on."""
+        """``host`` has started: requests that waited for it go on, and a stop asked for while it started
+        begins now (it found no host to stop then)."""
         self._host = host
         self._ready.set()
+        if self.stopping:
+            host.request_stop("the supervisor asked")
 
     def handlers(self) -> dict[str, Handler]:
         """The handlers by method name."""
@@ -82,6 +94,8 @@ class WorkerService:
             "reload": self.reload,
             "stop": self.stop,
             "status": self.status,
+            "slot.granted": self.slot_granted,
+            **LogViewService(self._started).handlers(),
         }
 
     async def _started(self) -> Host:
@@ -103,7 +117,7 @@ class WorkerService:
     async def settled(self, params: dict[str, Json]) -> Json:
         """Until the runtime at the key has no running or queued turn (at once when it does not run here)."""
         host = await self._started()
-        key = _key(params)
+        key = key_from(params)
         route = host.routes.get(key.profile)
         runtime = route.runtimes.get(key) if route is not None else None
         if runtime is not None:
@@ -155,26 +169,33 @@ class WorkerService:
         return None
 
     async def status(self, params: dict[str, Json]) -> Json:
-        """This worker's runtimes (by profile), its gateway, its pid."""
+        """This worker's runtimes (by profile), its gateway, its pid, its activity and its metrics' counts."""
         host = await self._started()
         routes: dict[str, Json] = {r.profile.id: sorted(str(k) for k in r.runtimes) for r in host.routes}
-        return {"index": self.index, "pid": os.getpid(), "routes": routes, "gateway": host.gateways.gateway.status()}
+        observed = host.observability
+        counted: dict[str, Json] = {}
+        if observed is not None:
+            counted["activity"] = observed.activity.snapshot()
+        if observed is not None and observed.metrics is not None:
+            held = params.get("counts")  # the version the supervisor holds of each life's counts, by pid
+            mine = held.get(str(os.getpid())) if isinstance(held, dict) else None
+            counted["counts"] = await anyio.to_thread.run_sync(observed.metrics.counts_report, mine)  # off the loop
+        gateway = host.gateways.gateway.status()
+        return {"index": self.index, "pid": os.getpid(), "routes": routes, "gateway": gateway, **counted}
+
+    async def slot_granted(self, params: dict[str, Json]) -> Json:
+        """The supervisor granted one of this worker's slot leases."""
+        if self.leases is None:
+            raise FrameError("bad slot.granted: this worker leases no slots")
+        return await self.leases.granted(params)
 
     def _route(self, host: Host, params: dict[str, Json]) -> tuple[ProfileRoute, RuntimeKey]:
-        key = _key(params)
+        key = key_from(params)
         profile = params.get("profile")
         route = host.routes.get(profile) if isinstance(profile, str) else None
         if route is None:
             raise AgentStopped(f"profile {profile!r} is not active on worker {self.index}")
         return route, key
-
-
-def _key(params: dict[str, Json]) -> RuntimeKey:
-    text = params.get("key")
-    key = RuntimeKey.parse(text) if isinstance(text, str) else None
-    if key is None:
-        raise FrameError(f"bad request: {text!r} is not a runtime key")
-    return key
 
 
 async def serve_worker(
@@ -184,10 +205,12 @@ async def serve_worker(
     count: int,
     terminated: anyio.Event | None = None,
     hint: Callable[[Callable[[], Gateway]], CallListener] | None = None,
+    slots: WorkerSlots = "split",
 ) -> int:
     """Run worker ``index`` of ``count`` for the supervisor at ``socket_path`` until it is told to stop, its link
     drops or ``terminated`` is set (SIGTERM); the exit status. ``hint(gateway)`` is told of every model call of
-    the worker's gateway (``ishiki run``'s hint of what to configure when no model answers)."""
+    the worker's gateway (``ishiki run``'s hint of what to configure when no model answers). ``slots``: how it
+    shares each ``max_concurrency`` with the other workers (its supervisor says)."""
     try:
         config: ConfigDir = await anyio.to_thread.run_sync(load_config_dir, root)
     except ConfigDirError as exc:
@@ -199,12 +222,14 @@ async def serve_worker(
     service = WorkerService(index)
     peer = Peer(link, service.handlers(), label="supervisor")
     outlets = service.outlets = RemoteOutlets(peer)
+    leases = service.leases = LeaseClient(peer) if slots == "lease" else None
     role = HostRole(
         "worker",
         outlets=outlets,
         fetchers=RemoteFetchers(peer),
         owns=lambda key: owners.owner(str(key)) == index,
-        share=(index, count),
+        share=(index, count) if leases is None else None,
+        slots=leases,
     )
     listeners = [hint(lambda: host.gateways.gateway)] if hint is not None else []
     host = Host(root, config=config, role=role, model_listeners=listeners)
@@ -214,8 +239,11 @@ async def serve_worker(
         if terminated is not None:
             tg.start_soon(_stop_when, terminated, service, host)
         tg.start_soon(outlets.one_way.run)
+        if leases is not None:
+            tg.start_soon(leases.watch)
         try:
             async with host:
+                freeze_startup_heap()  # as ``ishiki run`` does: no full collection walks start-up's heap again
                 service.serve(host)
                 await host.wait_stop_requested()
         except IshikiError as exc:

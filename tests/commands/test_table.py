@@ -99,7 +99,7 @@ def test_help_lists_what_the_sender_may_use() -> None:
     assert "/memories" not in untrusted
     assert "/tools" not in untrusted
     assert "/clear" not in untrusted  # the whole chat shares the session: trusted by default
-    assert "/memory - Show the summary carried into this session." in untrusted
+    assert "/memory [about @name [new text|forget]] - Show the summary carried into this session" in untrusted
     assert untrusted.splitlines()[0] == "Commands:"
     opened = render_help(commands, "untrusted", levels=TrustConfig(commands={"clear": "untrusted"}))
     assert "/clear - Start a fresh session; nothing is carried over. (also /reset)" in opened

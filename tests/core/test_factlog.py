@@ -124,7 +124,7 @@ async def test_readers_agree_after_the_cache_shrinks_and_appends_refill_it(log_p
 
 
 @pytest.mark.anyio
-async def test_what_read_back_reads_from_the_file_fills_the_room_in_the_cache(log_path: Path) -> None:
+async def test_the_cache_grows_to_hold_the_window_read_back_reads(log_path: Path) -> None:
     write_lines(log_path, 100)
     async with await FactLog.open(log_path, cache_size=30) as log:
         log.shrink_cache(2)
@@ -137,12 +137,19 @@ async def test_what_read_back_reads_from_the_file_fills_the_room_in_the_cache(lo
         read = log.stats.bytes_read
         assert await log.read_back(newest(20)) == list(range(100, 80, -1))
         assert log.stats.bytes_read == read  # the same window again: all from the cache
-        assert await log.read_back(newest(60)) == list(range(100, 40, -1))  # 10 more fit
-        assert log.cached == 30
-        assert [e.id for e in log.iter_reverse()] == list(range(100, 0, -1))
-        await log.append("custom", {})
-        assert [e.id for e in log.tail(3)] == [99, 100, 101]
-        assert [e.id for e in log.iter_forward(after_id=95)] == [96, 97, 98, 99, 100, 101]
+        assert await log.read_back(newest(60)) == list(range(100, 40, -1))  # a wider window: the cache grows
+        assert log.cached == 60
+        read = log.stats.bytes_read
+        assert await log.read_back(newest(60)) == list(range(100, 40, -1))
+        assert log.stats.bytes_read == read  # no step re-reads the window from the file
+        await log.append_many([("custom", {}) for _ in range(20)])
+        assert log.cached == 80  # room for appends beyond the window: it does not fall out at the next step
+        log.shrink_cache(0)
+        await log.append_many([("custom", {}) for _ in range(40)])
+        assert log.cached == 30  # after a shrink, the cache is back to its size
+        assert [e.id for e in log.iter_reverse()] == list(range(160, 0, -1))
+        assert [e.id for e in log.tail(3)] == [158, 159, 160]
+        assert [e.id for e in log.iter_forward(after_id=155)] == [156, 157, 158, 159, 160]
 
 
 @pytest.mark.anyio

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterator
 
 import pytest
 
-from ishiki_host.host.collector import THRESHOLDS, tuned_collector
+from ishiki_host.host.collector import THRESHOLDS, freeze_startup_heap, tuned_collector
 from ishiki_host.testing import profile_yaml
 from ishiki_host.testing.host_fixtures import MakeHost
 
@@ -67,3 +68,26 @@ async def test_a_running_host_raises_it_and_restores_it_when_it_stops(
     async with make_host(profiles={"ana": profile_yaml()}):
         assert gc.get_threshold() == THRESHOLDS
     assert gc.get_threshold() == default_thresholds
+
+
+class _Node:
+    """An object in a reference cycle: only the collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_the_start_up_heap_is_frozen_and_a_second_freeze_collects_what_the_first_kept() -> None:
+    try:
+        node = _Node()
+        frozen = freeze_startup_heap()
+        assert frozen == gc.get_freeze_count() > 0
+        assert not any(o is node for o in gc.get_objects())  # out of the collector's sight
+        gone = weakref.ref(node)
+        del node
+        gc.collect()
+        assert gone() is not None  # a frozen cycle is not collected...
+        freeze_startup_heap()
+        assert gone() is None  # ...until the next freeze unfreezes and collects first
+    finally:
+        gc.unfreeze()

@@ -1,5 +1,5 @@
-"""Crash consistency: a real ``ishiki run`` on Telegram, and on WhatsApp's Cloud API, SIGKILLed 24 times while it
-answers 500 messages.
+"""Crash consistency: a real ``ishiki run`` on Telegram, on WhatsApp's Cloud API, and on QQ over OneBot v11,
+SIGKILLed 24 times while it answers 500 messages.
 
 The harness is ``bench/_crash.py`` (its module docstring says how lives, kills and torn tails are chosen; all
 from the seed, kill points as counts of observed events). What must hold at the end, after every restart:
@@ -17,7 +17,9 @@ A host that records a redelivered Telegram update twice fails the first property
 update only after its event is durable, so a kill between the two makes Telegram send it again; recognising
 the repeat is the host's job (``channels.repeats``, tested on its own in ``tests/channels/test_repeats.py``).
 WhatsApp's likewise: a webhook is answered 200 only once its message is durable, so Meta's side (played by
-the harness) posts it again after a kill between the two, and it must be recorded and answered once.
+the harness) posts it again after a kill between the two, and it must be recorded and answered once. OneBot's
+in http mode too: an event post is answered 204 only once durable, and the implementation's side (played by the
+harness, the package's fake implementation taking the bot's actions) posts it again until then.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 SEED = 20_240_501
 
 
-@pytest.mark.parametrize("platform", ["telegram", "whatsapp"])
+@pytest.mark.parametrize("platform", ["telegram", "whatsapp", "onebot"])
 async def test_sigkill_at_random_moments_loses_nothing_and_answers_once(
     crash_harness: ModuleType, crash_run: Callable[[Any], Awaitable[tuple[Any, str]]], platform: str
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
@@ -11,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,3 +122,21 @@ def start_ishiki(ishiki_bin: Path, host_site: Path) -> Iterator[StartIshiki]:
         for stream in (running.process.stdin, running.process.stdout, running.process.stderr):
             if stream is not None:
                 stream.close()
+
+
+IshikiStatus = Callable[[Path], dict[str, Any]]
+
+
+@pytest.fixture
+def ishiki_status(ishiki_bin: Path) -> IshikiStatus:
+    """``ishiki status DIR --json`` of the host running on ``DIR``, as data (the command must succeed)."""
+
+    def status(root: Path) -> dict[str, Any]:
+        done = subprocess.run(
+            [str(ishiki_bin), "status", str(root), "--json"], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        report: dict[str, Any] = json.loads(done.stdout)
+        return report
+
+    return status

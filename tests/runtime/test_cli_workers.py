@@ -13,8 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from ishiki_host.store import MemoryStore
+from ishiki_host.store.repos.beat_types import BeatSpec, BeatTarget
 from ishiki_host.testing import FakeOpenAIServer, profile_yaml, write_config
 from ishiki_host.testing.host import models_yaml
 from ishiki_host.workers.owners import HashOwners
@@ -170,3 +173,74 @@ def test_workers_stop_on_their_own_when_the_supervisor_is_killed(
             os.close(handle)
     err = running.wait_stderr("the supervisor's link is gone; ending at once, as a crash would", 60, count=2)
     assert "[worker 0] the supervisor's link is gone" in err
+
+
+async def seed_due_beat(root: Path, text: str) -> None:
+    """A beat on ana's console chat, due a second ago: the host runs it at start (it is not past catch-up)."""
+    target = BeatTarget("ana", "console:local", "private:local")
+    async with await MemoryStore.open(root / "data" / "memory.db") as store:
+        spec = BeatSpec("water", text, "reminder", "0 9 * * *", target=target)
+        await store.heartbeats.add(spec, next_run=time.time() - 1, created_by="ana/console:local/private:local")
+
+
+async def beat_runs(root: Path) -> list[str]:
+    async with await MemoryStore.open(root / "data" / "memory.db") as store:
+        return [run.outcome for run in await store.heartbeats.runs("water")]
+
+
+def test_a_due_beat_runs_on_the_worker_that_owns_its_chat(
+    start_ishiki: StartIshiki, fake_openai: FakeOpenAIServer, ishiki_bin: Path, tmp_path: Path
+) -> None:
+    root = config(tmp_path, fake_openai)
+    anyio.run(seed_due_beat, root, "remind them to drink water")
+    fake_openai.tool_call("send_message", {"messages": ["Time for a glass of water."]})
+    running = start_ishiki("run", str(root), "--workers", "2")
+    assert running.line() == "Time for a glass of water."  # scheduled by the supervisor, run by the owner
+    assert any("drink water" in text for text in last_user_texts(fake_openai))
+    key = "ana/console:local/private:local"
+    report = status_of(ishiki_bin, root)
+    deadline = time.monotonic() + 60  # the workers say what they run every 2 s; a cap only as a last resort
+    while report["routes"].get("ana") != [key]:
+        assert time.monotonic() < deadline, f"timed out: ishiki status never listed {key}: {report}"
+        report = status_of(ishiki_bin, root)
+    [owner] = [w for w in report["workers"] if w["routes"].get("ana") == [key]]
+    assert owner["index"] == HashOwners(2).owner(key)  # the runtime the beat woke is on the key's owner
+    code, _, err = running.finish("")
+    assert code == 0, err
+    assert anyio.run(beat_runs, root) == ["ok"]  # its run recorded once, as the supervisor's scheduler saw it
+
+
+def test_a_reload_from_one_process_to_workers_and_back_reshapes_the_host_and_nothing_is_lost(
+    start_ishiki: StartIshiki, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    root = config(tmp_path, fake_openai)
+    settings = root / "ishiki.yaml"
+    plain = settings.read_text(encoding="utf-8")
+    running = start_ishiki("run", str(root))
+    running.wait_stderr("channel console is up", 60)
+    fake_openai.tool_call("send_message", {"messages": ["in one process"]})
+    running.send("one\n")
+    assert running.line() == "in one process"
+
+    settings.write_text(plain + "workers: 2\n", encoding="utf-8")
+    running.signal(signal.SIGHUP)
+    running.wait_stderr("workers changed from 1 to 2; restarting the host as a supervisor of 2 workers", 60)
+    running.wait_stderr("2 workers started;", 60)
+    fake_openai.tool_call("send_message", {"messages": ["on a worker"]})
+    running.send("two\n")
+    assert running.line() == "on a worker"
+    assert any("one" in text for text in last_user_texts(fake_openai))  # the worker read the same fact log
+
+    settings.write_text(plain + "workers: 1\n", encoding="utf-8")
+    running.signal(signal.SIGHUP)
+    running.wait_stderr("workers changed from 2 to 1; restarting the host as one process", 60)
+    running.wait_stderr("channel console is up", 60, count=3)
+    fake_openai.tool_call("send_message", {"messages": ["in one process again"]})
+    running.send("three\n")
+    assert running.line() == "in one process again"
+    said = last_user_texts(fake_openai)
+    assert any("one" in text for text in said), said
+    assert any("two" in text for text in said), said
+    code, _, err = running.finish("")
+    assert code == 0, err
+    assert "Traceback" not in err

@@ -32,7 +32,7 @@ async def ask(store: MemoryStore, sender: str, source: itertools.cycle[str], ttl
 
 
 def test_migration_6_adds_the_pairing_tables(db_path: Path) -> None:
-    assert MIGRATIONS[5].version == 6 == SCHEMA_VERSION
+    assert MIGRATIONS[5].version == 6 <= SCHEMA_VERSION
     assert "pairing_requests" in MIGRATIONS[5].statements[0]
 
 

@@ -43,6 +43,11 @@ async def test_runtimes_and_tools_are_what_the_test_set(tmp_path: Path, runtime_
     tools = await ctx.tools(rt.key)
     assert tools is not None
     assert "send_message" in {tool.name for tool in tools}
+    entry = await rt.context.log.append("custom", {"kind": "test.seen"})
+    view = await ctx.runtime_log(rt.key)  # its log, read-only, as a supervisor's plugin reads a worker's
+    assert view is not None
+    assert [e.id for e in await view.since(entry.id - 1, limit=5)] == [entry.id]
+    assert await ctx.runtime_log(KEY) is None
 
 
 async def test_the_log_tail_is_real_and_fed_by_the_test(tmp_path: Path) -> None:

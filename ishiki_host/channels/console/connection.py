@@ -132,7 +132,7 @@ class ConsoleConnection:
 
     async def _read_lines(self) -> None:
         """Piped (or interactive without a terminal): one line at a time, each after the last one's turn."""
-        reader = ThreadReader(self._read_prompted if self.interactive else self._read_plain)
+        reader = ThreadReader.of(self.stdin, self._read_prompted if self.interactive else self._read_plain)
         while (line := await reader.line()) is not None:
             if line.strip():
                 delivery = await self._deliver(line, f"{self._id_prefix}-{next(self._ids)}")

@@ -32,7 +32,7 @@ from typing import Any
 
 from ishiki_host.core.entries import Entry
 
-__all__ = ["Unit", "Window", "WindowParams", "select_window", "trigger_ids"]
+__all__ = ["Grouper", "Unit", "Window", "WindowParams", "select_window", "trigger_ids"]
 
 _ENDS = ("turn.done", "turn.failed", "turn.aborted")
 
@@ -104,7 +104,7 @@ class _Scan:
 
     def __init__(self, params: WindowParams):
         self.params = params
-        self.grouper = _Grouper(params.turn)
+        self.grouper = Grouper(params.turn)
         self.units: list[Unit] = []
         self.total = 0
         self.head: Entry | None = None
@@ -168,14 +168,15 @@ def _fit(units: list[Unit], budget: int) -> list[Unit]:
     return kept
 
 
-class _Grouper:
-    """Groups entries, read newest first, into units (see the module docstring)."""
+class Grouper:
+    """Groups entries, read newest first, into units (see the module docstring); ``_extend`` regroups with it."""
 
     def __init__(self, running_turn: int | None):
         self.unit: Unit | None = Unit() if running_turn is not None else None
         self.span: int | None = running_turn  # inside this turn until its turn.start is read
         self.need: int | None = None  # the unit reaches back at least to this entry id
         self.lead = False  # the unit still wants the user message that led to its turn
+        self.fresh = False  # the last entry fed started a unit afresh (what follows depends only on it)
 
     def feed(self, entry: Entry, cost: int) -> list[Unit]:
         """Add an entry; returns the units it closed."""
@@ -183,6 +184,7 @@ class _Grouper:
         if self.unit is not None and self.unit.entries and not self._belongs(entry):
             closed.append(self.unit)
             self.unit = None
+        self.fresh = self.unit is None
         if self.unit is None:
             self.unit, self.span, self.need, self.lead = Unit(), entry.turn, None, False
         self.unit.entries.append(entry)

@@ -18,8 +18,9 @@ import anyio
 from ishiki_host.core.hooks import AgentHooks
 from ishiki_host.core.messages import Message
 from ishiki_host.core.tokens import Estimator, estimate_messages_tokens, estimate_tokens
-from ishiki_host.core.window import project_entries
+from ishiki_host.core.window import Projection, project_entry
 from ishiki_host.engines._options import model_option, resolve_options
+from ishiki_host.engines.context._cache import WindowCache
 from ishiki_host.engines.context._compactor import Compactor
 from ishiki_host.engines.context._render import Renderer
 from ishiki_host.engines.context._window import WindowParams, select_window
@@ -124,6 +125,9 @@ class StandardContext(AgentHooks):
             timeout=float(options["summary_timeout_seconds"]),
         )
         self.last_tokens = 0  # the estimated size of the last window selected
+        self.window = WindowCache()
+        self.projection = Projection(self._project_one)
+        self._watched: FactLog | None = None  # the log whose shrink_cache makes this give its copies back
 
     def hooks(self) -> AgentHooks:
         """The instance itself."""
@@ -146,17 +150,31 @@ class StandardContext(AgentHooks):
         return max(0, int(self.ctx.context_window * self.budget_ratio) - used)
 
     async def select_entries(self, log: FactLog, step: Step) -> list[Entry]:
-        """Whole exchanges newest first inside the budget, headed by the current summary (see ``_window``)."""
+        """Whole exchanges newest first inside the budget, headed by the current summary (see ``_window``),
+        extended from the last step's window (see ``_cache``)."""
+        if log is not self._watched:
+            log.on_shrink(self.release)
+            self._watched = log
         budget = self.budget(step)
         params = WindowParams(budget, self.refill_ratio, self.cost, step.turn.number)
-        window = await log.read_back(partial(select_window, params=params))
+        window = await self.window.select(log, params)
         self.compactor.note(window, budget)
         self.last_tokens = window.tokens
         return window.entries
 
     async def project(self, entries: list[Entry], step: Step) -> list[Message]:
-        """Platform messages with their headers; everything else as the default projection renders it."""
-        return project_entries(self.renderer.render_entry(entry) for entry in entries)
+        """Platform messages with their headers; everything else as the default projection renders it (only
+        the entries added since the last step are rendered: ``Projection``)."""
+        return self.projection(entries)
+
+    def release(self) -> None:
+        """Give back the window and the messages kept between steps (the runtime cooled); the next step reads
+        the window from the log again."""
+        self.window.clear()
+        self.projection.clear()
+
+    def _project_one(self, entry: Entry) -> Message | None:
+        return project_entry(self.renderer.render_entry(entry))
 
     async def compact(self) -> bool:
         """Compact now, in the caller's task: after a ``context_length`` error, before the turn is retried.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncIterator, Mapping
+from functools import partial
 from typing import Any, ClassVar
 
 import httpx
@@ -32,7 +33,7 @@ from ishiki_host.core.tokens import Estimator, estimate_tokens
 from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.gateway.assemble import StreamAssembler
 from ishiki_host.gateway.classify import malformed, stream_cut
-from ishiki_host.gateway.providers._body import ToolsJSON, json_body
+from ishiki_host.gateway.providers._body import MessagesJSON, ToolsJSON, json_body
 from ishiki_host.gateway.providers._http import join_url, parse_event_json, post_json, post_sse
 
 __all__ = ["AnthropicMessagesAPI", "AnthropicMessagesClient", "encode_body", "encode_request"]
@@ -86,12 +87,17 @@ def _blocks(message: Message, images_ok: bool) -> list[dict[str, Any]]:
     return blocks
 
 
-def encode_messages(messages: tuple[Message, ...], images_ok: bool) -> tuple[str, list[dict[str, Any]]]:
-    """The ``system`` text and the ``messages`` list: same-role neighbours merged, the first one a user turn."""
+def _system(messages: tuple[Message, ...]) -> tuple[str, int]:
+    """The text of the leading system messages, and how many there are."""
     lead = 0
     while lead < len(messages) and messages[lead].role == "system":
         lead += 1
-    system = "\n\n".join(m.text for m in messages[:lead] if m.text)
+    return "\n\n".join(m.text for m in messages[:lead] if m.text), lead
+
+
+def encode_messages(messages: tuple[Message, ...], images_ok: bool) -> tuple[str, list[dict[str, Any]]]:
+    """The ``system`` text and the ``messages`` list: same-role neighbours merged, the first one a user turn."""
+    system, lead = _system(messages)
     out: list[dict[str, Any]] = []
     for message in messages[lead:]:
         role = "assistant" if message.role == "assistant" else "user"
@@ -112,16 +118,41 @@ def _encode_tool(tool: ToolSpec) -> dict[str, Any]:
 
 
 _TOOLS = ToolsJSON(_encode_tool)
+_BLOCKS = {ok: MessagesJSON(partial(_blocks, images_ok=ok)) for ok in (False, True)}
+_CONTINUE = '{"type":"text","text":"Continue."}'
 
 
-def encode_request(model: ModelSpec, request: ModelRequest, *, stream: bool, tools: bool = True) -> dict[str, Any]:
-    """The Messages API body for ``request`` (``tools=False``: without the ``tools`` list, which ``encode_body``
-    adds as JSON encoded once)."""
-    system, messages = encode_messages(request.messages, "image" in model.input)
+def _messages_json(messages: tuple[Message, ...], images_ok: bool) -> str:
+    """``encode_messages``'s list as JSON, spliced from each message's blocks encoded once (``_body``)."""
+    lead = _system(messages)[1]
+    turns: list[tuple[str, list[str]]] = []
+    for message, text in zip(messages[lead:], _BLOCKS[images_ok].pieces(messages[lead:]), strict=True):
+        role = "assistant" if message.role == "assistant" else "user"
+        if text == "[]":
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].append(text[1:-1])
+        else:
+            turns.append((role, [text[1:-1]]))
+    if not turns or turns[0][0] != "user":
+        turns.insert(0, ("user", [_CONTINUE]))
+    return "[" + ",".join(f'{{"role":"{role}","content":[{",".join(blocks)}]}}' for role, blocks in turns) + "]"
+
+
+def encode_request(
+    model: ModelSpec, request: ModelRequest, *, stream: bool, tools: bool = True, messages: bool = True
+) -> dict[str, Any]:
+    """The Messages API body for ``request`` (``tools=False``, ``messages=False``: without the ``tools`` list
+    and the ``messages``, which ``encode_body`` adds as JSON encoded once)."""
     body: dict[str, Any] = {"model": model.id, "max_tokens": request.max_tokens or model.max_tokens}
+    if messages:
+        system, encoded = encode_messages(request.messages, "image" in model.input)
+    else:
+        system, encoded = _system(request.messages)[0], []
     if system:
         body["system"] = system
-    body["messages"] = messages
+    if messages:
+        body["messages"] = encoded
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.stop:
@@ -139,9 +170,13 @@ def encode_request(model: ModelSpec, request: ModelRequest, *, stream: bool, too
 
 
 def encode_body(model: ModelSpec, request: ModelRequest, *, stream: bool) -> bytes:
-    """``encode_request`` as the JSON bytes sent, its tool definitions encoded once per distinct set (``_body``)."""
-    body = encode_request(model, request, stream=stream, tools=False)
-    return json_body(body, tools=_TOOLS.text(request.tools)) if request.tools else json_body(body)
+    """``encode_request`` as the JSON bytes sent, its tool definitions encoded once per distinct set and each
+    message's blocks once (``_body``)."""
+    body = encode_request(model, request, stream=stream, tools=False, messages=False)
+    messages = _messages_json(request.messages, "image" in model.input)
+    if request.tools:
+        return json_body(body, messages=messages, tools=_TOOLS.text(request.tools))
+    return json_body(body, messages=messages)
 
 
 def _usage(usage: Any) -> tuple[int | None, int | None]:

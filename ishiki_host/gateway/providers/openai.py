@@ -2,7 +2,8 @@
 OpenRouter, LM Studio, ...).
 
 ``base_url`` is the API root including its version (``https://api.openai.com/v1``, ``http://127.0.0.1:11434/v1``);
-requests go to ``{base_url}/chat/completions``. Provider options: ``max_tokens_field`` (``max_tokens``, the
+requests go to ``{base_url}/chat/completions``, and embeddings (``embed``, for ``memory.embeddings``) to
+``{base_url}/embeddings``. Provider options: ``max_tokens_field`` (``max_tokens``, the
 default, or ``max_completion_tokens`` for OpenAI's reasoning models) and ``stream_usage`` (default true: ask
 for token usage at the end of a stream; turn off for servers that reject ``stream_options``).
 """
@@ -10,7 +11,8 @@ for token usage at the end of a stream; turn off for servers that reject ``strea
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 import httpx
@@ -31,10 +33,10 @@ from ishiki_host.core.tokens import Estimator, estimate_tokens
 from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.gateway.assemble import StreamAssembler
 from ishiki_host.gateway.classify import malformed, stream_cut
-from ishiki_host.gateway.providers._body import ToolsJSON, json_body
+from ishiki_host.gateway.providers._body import MessagesJSON, ToolsJSON, json_body
 from ishiki_host.gateway.providers._http import join_url, parse_event_json, post_json, post_sse
 
-__all__ = ["OpenAICompletionsAPI", "OpenAICompletionsClient", "encode_body", "encode_request"]
+__all__ = ["OpenAICompletionsAPI", "OpenAICompletionsClient", "encode_body", "encode_request", "parse_embeddings"]
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -91,19 +93,25 @@ def _encode_tool(tool: ToolSpec) -> dict[str, Any]:
 
 
 _TOOLS = ToolsJSON(_encode_tool)
+_MESSAGES = {ok: MessagesJSON(partial(_encode_message, images_ok=ok)) for ok in (False, True)}
 
 
 def encode_request(
-    model: ModelSpec, request: ModelRequest, *, stream: bool, options: Mapping[str, Any], tools: bool = True
+    model: ModelSpec,
+    request: ModelRequest,
+    *,
+    stream: bool,
+    options: Mapping[str, Any],
+    tools: bool = True,
+    messages: bool = True,
 ) -> dict[str, Any]:
-    """The Chat Completions body for ``request`` (``tools=False``: without the ``tools`` list, which
-    ``encode_body`` adds as JSON encoded once)."""
+    """The Chat Completions body for ``request`` (``tools=False``, ``messages=False``: without the ``tools``
+    list and the ``messages``, which ``encode_body`` adds as JSON encoded once)."""
     images_ok = "image" in model.input
-    body: dict[str, Any] = {
-        "model": model.id,
-        "messages": [_encode_message(m, images_ok) for m in request.messages],
-        "stream": stream,
-    }
+    body: dict[str, Any] = {"model": model.id}
+    if messages:
+        body["messages"] = [_encode_message(m, images_ok) for m in request.messages]
+    body["stream"] = stream
     body[str(options.get("max_tokens_field", "max_tokens"))] = request.max_tokens or model.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
@@ -122,9 +130,13 @@ def encode_request(
 
 
 def encode_body(model: ModelSpec, request: ModelRequest, *, stream: bool, options: Mapping[str, Any]) -> bytes:
-    """``encode_request`` as the JSON bytes sent, its tool definitions encoded once per distinct set (``_body``)."""
-    body = encode_request(model, request, stream=stream, options=options, tools=False)
-    return json_body(body, tools=_TOOLS.text(request.tools)) if request.tools else json_body(body)
+    """``encode_request`` as the JSON bytes sent, its tool definitions encoded once per distinct set and each
+    message once (``_body``)."""
+    body = encode_request(model, request, stream=stream, options=options, tools=False, messages=False)
+    messages = _MESSAGES["image" in model.input].text(request.messages)
+    if request.tools:
+        return json_body(body, messages=messages, tools=_TOOLS.text(request.tools))
+    return json_body(body, messages=messages)
 
 
 def _content_text(content: Any) -> str:
@@ -161,6 +173,31 @@ def _first_choice(data: dict[str, Any], name: str) -> dict[str, Any]:
     return choices[0]
 
 
+def parse_embeddings(data: dict[str, Any], count: int, name: str) -> list[list[float]]:
+    """The vectors of an ``/embeddings`` answer in input order (by ``index``); ``malformed`` unless there is
+    exactly one list of numbers per input, all of one length."""
+    items = data.get("data")
+    if not isinstance(items, list) or len(items) != count:
+        raise malformed(name, f"expected {count} embeddings, got {len(items) if isinstance(items, list) else 0}")
+    vectors: list[list[float] | None] = [None] * count
+    for position, item in enumerate(items):
+        index = item.get("index", position) if isinstance(item, dict) else None
+        vector = item.get("embedding") if isinstance(item, dict) else None
+        if not isinstance(index, int) or not 0 <= index < count or vectors[index] is not None:
+            raise malformed(name, f"embedding {position} has a missing or repeated index")
+        if not isinstance(vector, list) or not vector or not all(_is_number(x) for x in vector):
+            raise malformed(name, f"embedding {index} is not a list of numbers")
+        vectors[index] = [float(x) for x in vector]
+    done = [v for v in vectors if v is not None]
+    if len({len(v) for v in done}) != 1:
+        raise malformed(name, "the embeddings of one answer have different lengths")
+    return done
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 class OpenAICompletionsClient:
     """One OpenAI-compatible provider."""
 
@@ -169,6 +206,7 @@ class OpenAICompletionsClient:
         self.http = http
         self.estimator = estimator
         self.url = join_url(provider.base_url or "", "chat/completions")
+        self.embeddings_url = join_url(provider.base_url or "", "embeddings")
         self.headers = {"content-type": "application/json", **provider.headers}
         if provider.api_key:
             self.headers["authorization"] = f"Bearer {provider.api_key}"
@@ -243,6 +281,14 @@ class OpenAICompletionsClient:
         if choice.get("finish_reason"):
             assembler.finish_reason = _finish(choice["finish_reason"])
         return out
+
+    async def embed(self, model: ModelSpec, texts: Sequence[str]) -> list[list[float]]:
+        """One ``/embeddings`` call: a vector per text, in order."""
+        name = self._name(model)
+        data = await post_json(
+            self.http, self.embeddings_url, {"model": model.id, "input": list(texts)}, self.headers, name
+        )
+        return parse_embeddings(data, len(texts), name)
 
     async def aclose(self) -> None:
         """Nothing of its own to release (the gateway closes the shared httpx client)."""

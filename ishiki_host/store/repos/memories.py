@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ishiki_host.core.tools import TRUST_ORDER
 from ishiki_host.errors import StoreError
-from ishiki_host.store.repos.memory_search import SearchFilter, search
+from ishiki_host.store.repos.memory_search import SearchFilter, filter_clause, search
 from ishiki_host.store.repos.memory_types import (
     MAX_LIST,
     MAX_SEARCH,
@@ -26,6 +26,7 @@ from ishiki_host.store.repos.memory_types import (
     MemoryHit,
     MemoryScope,
     MemoryType,
+    readable_levels,
 )
 from ishiki_host.store.repos.remembered import Remembered
 from ishiki_host.store.text import clean_text, index_text, query_terms
@@ -51,12 +52,6 @@ def _validate(draft: MemoryDraft) -> MemoryDraft:
     if not content:
         raise StoreError("a memory cannot be empty")
     return dataclasses.replace(draft, content=content)
-
-
-def _readable(trust: TrustLevel) -> list[str]:
-    if trust not in TRUST_ORDER:
-        raise StoreError(f"trust level {trust!r} is not one of {', '.join(TRUST_ORDER)}")
-    return [level for level, rank in TRUST_ORDER.items() if rank <= TRUST_ORDER[trust]]
 
 
 def _types(types: Collection[str] | None) -> list[str]:
@@ -176,7 +171,7 @@ class MemoriesRepo:
     ) -> list[Memory]:
         """The newest memories of a profile readable at ``trust`` (and within ``scope``, when given); ``count``
         is clamped to 1..``MAX_LIST``."""
-        chosen, readable = _types(types), _readable(trust)
+        chosen, readable = _types(types), readable_levels(trust)
         limit = min(max(1, count), MAX_LIST)
         scoped, scope_params = scope.clause() if scope is not None else ("1", ())
 
@@ -211,20 +206,70 @@ class MemoriesRepo:
         (``MemoryScope``); ``pending_reminders_only`` keeps a reminder only while its beat
         (``reminder_beat_id``) is scheduled. ``limit`` is clamped to 1..``MAX_SEARCH``.
         """
-        terms, chosen, readable = query_terms(text), _types(types), _readable(trust)
-        if not terms or not chosen:
-            return []
-        where = SearchFilter(
+        where = self.search_filter(
             profile,
-            tuple(chosen),
-            tuple(readable),
+            trust=trust,
+            limit=limit,
+            exclude_session_id=exclude_session_id,
+            types=types,
+            runtime_key=runtime_key,
+            scope=scope,
+            pending_reminders_only=pending_reminders_only,
+        )
+        return await self.search_where(text, where)
+
+    async def search_where(self, text: str, where: SearchFilter) -> list[MemoryHit]:
+        """``search`` with its filter made already (``search_filter``)."""
+        terms = query_terms(text)
+        if not terms or not where.types:
+            return []
+        return await self._db.read(lambda conn: search(conn, terms, where))
+
+    def search_filter(
+        self,
+        profile: str,
+        *,
+        trust: TrustLevel,
+        limit: int = 20,
+        exclude_session_id: int | None = None,
+        types: Collection[MemoryType] = RETRIEVABLE_TYPES,
+        runtime_key: str | None = None,
+        scope: MemoryScope | None = None,
+        pending_reminders_only: bool = False,
+    ) -> SearchFilter:
+        """The rows a search with these arguments may return (``search``'s), for another index to apply
+        (``MemoryVectorIndex.nearest``); ``StoreError`` on an unknown trust level or type."""
+        return SearchFilter(
+            profile,
+            tuple(_types(types)),
+            tuple(readable_levels(trust)),
             exclude_session_id,
             runtime_key,
             min(max(1, limit), MAX_SEARCH),
             scope,
             pending_reminders_only,
         )
-        return await self._db.read(lambda conn: search(conn, terms, where))
+
+    async def visible(self, memory_id: int, where: SearchFilter) -> Memory | None:
+        """The memory with that id if ``where`` lets a reader see it (``search_filter``), else ``None``: a
+        memory the reader may not see and one that does not exist look the same."""
+        conditions, params = filter_clause(where)
+
+        def run(conn: sqlite3.Connection) -> Memory | None:
+            sql = f"SELECT {MEMORY_COLUMNS} FROM memories AS m WHERE m.id = ? AND {conditions}"
+            row = conn.execute(sql, (memory_id, *params)).fetchone()
+            return Memory.from_row(row) if row else None
+
+        return await self._db.read(run)
+
+    async def senders(self, memory_id: int) -> list[str]:
+        """The senders (``platform:userId``) a memory involves: whom it is about."""
+
+        def run(conn: sqlite3.Connection) -> list[str]:
+            sql = "SELECT value FROM memory_links WHERE memory_id = ? AND kind = 'sender' ORDER BY value"
+            return [str(row[0]) for row in conn.execute(sql, (memory_id,))]
+
+        return await self._db.read(run)
 
     async def count(self, profile: str, *, types: Collection[MemoryType] | None = None) -> int:
         """How many memories a profile has (of ``types``, all by default), whatever their trust level."""

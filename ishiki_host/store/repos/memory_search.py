@@ -26,7 +26,7 @@ from ishiki_host.store.repos.memory_types import (
 )
 from ishiki_host.store.text import quote_terms
 
-__all__ = ["CANDIDATE_BUDGET", "SCORE_PRECISION", "SearchFilter", "choose_terms", "search"]
+__all__ = ["CANDIDATE_BUDGET", "SCORE_PRECISION", "SearchFilter", "choose_terms", "filter_clause", "search"]
 
 CANDIDATE_BUDGET = 5_000
 SCORE_PRECISION = 4
@@ -70,24 +70,32 @@ def _rows_matching(conn: sqlite3.Connection, term: str) -> int:
     return int(conn.execute(query, (quote_terms([term]),)).fetchone()[0])
 
 
+def filter_clause(where: SearchFilter) -> tuple[str, tuple[object, ...]]:
+    """The conditions of ``where`` on ``memories AS m`` and their parameters (shared with the vector search)."""
+    types, readable = where.types, where.readable
+    scoped, scope_params = where.scope.clause() if where.scope is not None else ("1", ())
+    sql = (
+        f"m.profile = ? AND m.type IN ({_marks(types)}) AND m.min_trust IN ({_marks(readable)}) "
+        f"AND (? IS NULL OR m.session_id IS NOT ?) AND (? IS NULL OR m.runtime_key = ?) AND {scoped} AND {_PENDING}"
+    )
+    params = (where.profile, *types, *readable, where.exclude_session, where.exclude_session, where.runtime_key,
+              where.runtime_key, *scope_params, int(where.pending_reminders_only), REMINDER_BEAT_PREFIX)  # fmt: skip
+    return sql, params
+
+
 def search(conn: sqlite3.Connection, terms: list[str], where: SearchFilter) -> list[MemoryHit]:
     """The best ``where.limit`` rows for ``terms``; runs in the database's worker thread."""
     kept = choose_terms(conn, terms)
     if not kept:
         return []
-    types, readable = where.types, where.readable
-    scoped, scope_params = where.scope.clause() if where.scope is not None else ("1", ())
+    conditions, params = filter_clause(where)
     # CROSS JOIN keeps the FTS index as the driving table: matching rows first, then the row filters.
     rows = conn.execute(
         f"SELECT {MEMORY_COLUMNS}, f.rank FROM memories_fts AS f CROSS JOIN memories AS m ON m.id = f.rowid "
-        f"WHERE memories_fts MATCH ? AND m.profile = ? AND m.type IN ({_marks(types)}) "
-        f"AND m.min_trust IN ({_marks(readable)}) AND (? IS NULL OR m.session_id IS NOT ?) "
-        f"AND (? IS NULL OR m.runtime_key = ?) AND {scoped} AND {_PENDING} "
+        f"WHERE memories_fts MATCH ? AND {conditions} "
         "ORDER BY round(f.rank, ?), m.created_at DESC, m.id DESC LIMIT ?",
-        (quote_terms(kept), where.profile, *types, *readable, where.exclude_session, where.exclude_session,
-         where.runtime_key, where.runtime_key, *scope_params, int(where.pending_reminders_only),
-         REMINDER_BEAT_PREFIX, SCORE_PRECISION, where.limit),
-    )  # fmt: skip
+        (quote_terms(kept), *params, SCORE_PRECISION, where.limit),
+    )
     return [MemoryHit(Memory.from_row(row), float(row["rank"])) for row in rows]
 
 

@@ -6,6 +6,9 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, get_args
 
+from ishiki_host.core.tools import TRUST_ORDER
+from ishiki_host.errors import StoreError
+
 if TYPE_CHECKING:
     from ishiki_host.core.tools import TrustLevel
 
@@ -23,6 +26,7 @@ __all__ = [
     "MemoryScope",
     "MemoryType",
     "ScopeMode",
+    "readable_levels",
     "reminder_beat_id",
 ]
 
@@ -38,6 +42,14 @@ MAX_SEARCH = 100
 MEMORY_COLUMNS = (
     "m.id, m.type, m.content, m.profile, m.runtime_key, m.session_id, m.importance, m.min_trust, m.created_at"
 )
+
+
+def readable_levels(trust: TrustLevel) -> list[str]:
+    """The ``min_trust`` values a reader at ``trust`` may read (its level and those below);
+    ``StoreError`` for an unknown level."""
+    if trust not in TRUST_ORDER:
+        raise StoreError(f"trust level {trust!r} is not one of {', '.join(TRUST_ORDER)}")
+    return [level for level, rank in TRUST_ORDER.items() if rank <= TRUST_ORDER[trust]]
 
 
 def reminder_beat_id(memory_id: int) -> str:

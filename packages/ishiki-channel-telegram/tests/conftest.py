@@ -75,63 +75,23 @@ def bot_host(bot_config, telegram_server, fake_clock):
     return make
 
 
-class Ishiki:
-    """``ishiki run DIR`` in a subprocess; its stderr goes to ``log`` (read it with ``stderr()``)."""
-
-    def __init__(self, root, env, log):
-        self.root, self.env, self.log = root, env, log
-        self.process = None
-
-    async def start(self):
-        """Start the process (no console input)."""
-        import subprocess
-        import sys
-        from pathlib import Path
-
-        ishiki = Path(sys.executable).parent / "ishiki"
-        with self.log.open("ab") as err:
-            self.process = await anyio.open_process(
-                [str(ishiki), "run", str(self.root)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                env=self.env,
-            )
-        return self
-
-    async def kill(self):
-        """SIGKILL, as a crash or a power cut would stop it."""
-        self.process.kill()
-        with anyio.fail_after(10):
-            await self.process.wait()
-
-    async def stop(self):
-        """SIGTERM, then wait for the exit (turns finish within the grace); the exit status."""
-        self.process.terminate()
-        with anyio.fail_after(60):
-            return await self.process.wait()
-
-    def stderr(self):
-        """Everything the process logged so far."""
-        return self.log.read_text("utf-8", errors="replace")
-
-
 @pytest.fixture
-async def ishiki(tmp_path, telegram_server):
-    """``await ishiki(root, token=...).start()``: an ``Ishiki`` process with ``TELEGRAM_BOT_TOKEN`` set (the fake's
-    token unless given); every process still running at the end is killed."""
+async def ishiki(telegram_server):
+    """``await ishiki(root, *options, token=...).start()``: an ``IshikiProcess`` (``ishiki run root options``) with
+    ``TELEGRAM_BOT_TOKEN`` set (the fake's token unless given); every process still running at the end is killed."""
     import os
+
+    from ishiki_host.testing import IshikiProcess
 
     started = []
 
-    def make(root, *, token=None):
+    def make(root, *options, token=None):
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPENAI_BASE_URL", "OPENAI_MODEL")}
         env["TELEGRAM_BOT_TOKEN"] = token or telegram_server.token
-        process = Ishiki(root, env, tmp_path / f"ishiki-{len(started) + 1}.log")
+        process = IshikiProcess(root, *options, env=env)
         started.append(process)
         return process
 
     yield make
     for process in started:
-        if process.process is not None and process.process.returncode is None:
-            await process.kill()
+        await process.close()

@@ -96,87 +96,25 @@ def wa_host(wa_config, wa_env, fake_clock):
     return make
 
 
-class Ishiki:
-    """``ishiki run DIR`` in a subprocess; its stderr is read as it comes (``logged`` waits for a line)."""
-
-    def __init__(self, root, env):
-        self.root, self.env = root, env
-        self.process = None
-        self.lines: list[str] = []
-        self._changed = anyio.Event()
-
-    async def start(self, tg):
-        """Start the process (no console input) and read its stderr in ``tg``."""
-        import subprocess
-        import sys
-        from pathlib import Path
-
-        ishiki = Path(sys.executable).parent / "ishiki"
-        self.process = await anyio.open_process(
-            [str(ishiki), "run", str(self.root)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=self.env,
-        )
-        tg.start_soon(self._read)
-        return self
-
-    async def _read(self):
-        from anyio.streams.text import TextReceiveStream
-
-        buffer = ""
-        async for chunk in TextReceiveStream(self.process.stderr, errors="replace"):
-            buffer += chunk
-            *done, buffer = buffer.split("\n")
-            self.lines.extend(done)
-            self._changed.set()
-            self._changed = anyio.Event()
-
-    async def logged(self, words, *, deadline=60):
-        """The first stderr line holding ``words``, once it is written."""
-        with anyio.fail_after(deadline):
-            while True:
-                found = [line for line in self.lines if words in line]
-                if found:
-                    return found[0]
-                await self._changed.wait()
-
-    async def kill(self):
-        """SIGKILL, as a crash or a power cut would stop it."""
-        self.process.kill()
-        with anyio.fail_after(10):
-            await self.process.wait()
-
-    async def stop(self):
-        """SIGTERM, then wait for the exit; the exit status."""
-        self.process.terminate()
-        with anyio.fail_after(60):
-            return await self.process.wait()
-
-    def stderr(self):
-        """Everything the process logged so far."""
-        return "\n".join(self.lines)
-
-
 @pytest.fixture
 async def ishiki(wa_env):
-    """``await ishiki(root).start(tg)``: an ``Ishiki`` process with the account's secrets in its environment;
-    every process still running at the end is killed."""
+    """``await ishiki(root).start()``: an ``IshikiProcess`` with the account's secrets in its environment; every
+    process still running at the end is killed."""
     import os
+
+    from ishiki_host.testing import IshikiProcess
 
     started = []
 
     def make(root):
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPENAI_BASE_URL", "OPENAI_MODEL")}
-        process = Ishiki(root, {**env, **wa_env})
+        process = IshikiProcess(root, env={**env, **wa_env})
         started.append(process)
         return process
 
     yield make
     for process in started:
-        if process.process is not None and process.process.returncode is None:
-            await process.kill()
+        await process.close()
 
 
 @pytest.fixture

@@ -164,7 +164,7 @@ async def test_a_crash_between_durable_and_answered_200_leads_to_one_answer_afte
     url = f"http://127.0.0.1:{free_port}/hooks/whatsapp/0"
     weather = notification(messages=[text_message(ALICE, "what is the weather?")])
     async with anyio.create_task_group() as tg, WebhookDriver(url, app_secret=DEFAULT_APP_SECRET) as driver:
-        first = await ishiki(root).start(tg)
+        first = await ishiki(root).start()
         await first.logged("runs as +1 555-010-0000")
         assert (await driver.text(ALICE, "good morning"))[0].status_code == 200
         await whatsapp_graph.until(lambda: len(whatsapp_graph.sent) == 1, deadline=30)
@@ -172,7 +172,7 @@ async def test_a_crash_between_durable_and_answered_200_leads_to_one_answer_afte
         assert await anyio.to_thread.run_sync(asked.wait, 30)  # its turn is asking the model
         await first.kill()
 
-        second = await ishiki(root).start(tg)
+        second = await ishiki(root).start()
         await second.logged("runs as +1 555-010-0000")
         assert (await driver.post(weather)).status_code == 200  # Meta delivers it again
         try:

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from ishiki_host import FactLog
+from ishiki_host import FactLog, FactLogView, RuntimeKey
 from ishiki_host.testing import FakeOpenAIServer, TestHost, host_yaml, models_yaml, profile_yaml, write_config
 
 from ishiki_dashboard.pages.chat import _TurnFollower, render_event
@@ -207,7 +207,8 @@ async def test_a_message_said_during_a_turn_is_followed_to_the_end_of_its_own_tu
     events = hub.subscribe("dashboard", "private:admin")
     async with await FactLog.open(tmp_path / "log.jsonl") as log:
         first = await log.append("message", {"role": "user", "text": "one"})
-        follower = _TurnFollower(hub, "dashboard", "private:admin", log, first.id - 1, None)
+        view = FactLogView(RuntimeKey.for_cross("ana"), log)
+        follower = _TurnFollower(hub, "dashboard", "private:admin", view, first.id - 1, None)
         async with anyio.create_task_group() as tg:
             tg.start_soon(follower.run)
             await log.append("event", {"name": "turn.start"})

@@ -7,7 +7,8 @@
 - ``POST /chat/say`` (JSON ``{account, text}``): the words go into the host through the account's connection
   (``WebHub.say``); 400 with the field at fault, 409 when the account is not running or no profile answers.
   The tool calls of the turn it starts are read from the runtime's fact log as they are written and published
-  to the chat, then the turn's end.
+  to the chat, then the turn's end (through ``HostPluginContext.runtime_log``: the same in one process and
+  under ``ishiki run --workers N``, where the runtime's worker answers).
 - ``/chat/stream?account=<id>``: server-sent events of the chat as HTML fragments: the person's words (the
   echo), the typing indicator, each message the host sends, each tool call with its result, the turn's end.
 
@@ -30,11 +31,11 @@ from ishiki_host.errors import ChannelError
 
 from ishiki_dashboard.app import Problem, json_response
 from ishiki_dashboard.html import badge, esc
-from ishiki_dashboard.pages.conversations import PAGE, entries_after
+from ishiki_dashboard.pages.conversations import PAGE, read_since
 from ishiki_dashboard.webchat.hub import WEB_HUB, ChatEvent, WebHub, chat_of
 
 if TYPE_CHECKING:
-    from ishiki_host import Entry, FactLog, HostPluginContext, ProfileStatus
+    from ishiki_host import Entry, HostPluginContext, ProfileStatus, RuntimeLogView
 
     from ishiki_dashboard.app import Dashboard, DashRequest
 
@@ -141,22 +142,18 @@ class _Chat:
             raise Problem(409, str(exc), field="text") from exc
         if not delivery.routed:
             raise Problem(409, f"no profile answers web:{account} {chat_of(self.dash.user)}", field="text")
-        self._follow_turn(account, delivery.runtime_key, delivery.entry_id or 0)
+        await self._follow_turn(account, delivery.runtime_key, delivery.entry_id or 0)
         return json_response({"ok": True, "entry": delivery.entry_id}, status=202)
 
-    def _follow_turn(self, account: str, runtime_key: str | None, after: int) -> None:
+    async def _follow_turn(self, account: str, runtime_key: str | None, after: int) -> None:
         """Publish the tool calls of the turn the message starts, read from the runtime's log."""
         key = RuntimeKey.parse(runtime_key) if runtime_key is not None else None
-        runtime = self.ctx.runtime(key) if key is not None else None
-        if key is None or runtime is None or not self.ctx.services.can_spawn:
+        if key is None or not self.ctx.services.can_spawn or self._followed(key, after):
             return
-        running = self._following.get(key)
-        if running is not None:
-            running.also(after)  # it reads on until the turn that answers this message too has ended
+        log = await self.ctx.runtime_log(key)
+        if log is None or self._followed(key, after):  # a message said meanwhile may have started one
             return
-        follower = self._following[key] = _TurnFollower(
-            self.hub, account, chat_of(self.dash.user), runtime.log, after, key
-        )
+        follower = self._following[key] = _TurnFollower(self.hub, account, chat_of(self.dash.user), log, after, key)
 
         async def follow() -> None:
             try:
@@ -165,6 +162,14 @@ class _Chat:
                 del self._following[key]
 
         self.ctx.services.spawn(follow, name=f"dashboard chat: the turn of {key}")
+
+    def _followed(self, key: RuntimeKey, after: int) -> bool:
+        """Whether a follower reads the runtime's log already (it then reads on until the turn that answers
+        the message of ``after`` has ended too)."""
+        running = self._following.get(key)
+        if running is not None:
+            running.also(after)
+        return running is not None
 
     async def stream(self, request: DashRequest) -> HttpStream | HttpResponse:
         """The chat's events as HTML fragments (see the module docstring)."""
@@ -190,7 +195,7 @@ class _TurnFollower:
     """Reads a runtime's log after the entry a message made, publishing the tool calls of its turns, until a turn
     that started after the newest message it follows has ended (``also`` adds a message said meanwhile)."""
 
-    def __init__(self, hub: WebHub, account: str, chat: str, log: FactLog, after: int, key: RuntimeKey | None):
+    def __init__(self, hub: WebHub, account: str, chat: str, log: RuntimeLogView, after: int, key: RuntimeKey | None):
         self.hub, self.account, self.chat, self.log, self.after, self.key = hub, account, chat, log, after, key
         self.calls: dict[str, tuple[str, str]] = {}
         self.newest = after  # the entry of the newest message followed
@@ -202,7 +207,7 @@ class _TurnFollower:
 
     async def run(self) -> None:
         while not self.log.closed:
-            for entry in await self.log.read_back(entries_after(self.after, PAGE)):
+            for entry in await read_since(self.log, self.after, PAGE):
                 self.after = entry.id
                 if self._note(entry):
                     return

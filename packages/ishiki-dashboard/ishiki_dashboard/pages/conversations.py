@@ -9,32 +9,35 @@
   that is not running says so.
 - ``/conversations/stream?key=&after=<id>``: server-sent events, each one HTML fragment of the entries newer
   than the last one sent (``id:`` is the newest entry's id, so a reconnecting browser resumes after it). It
-  waits with ``FactLog.wait_appended`` and ends when the runtime stops (with a last fragment saying so) or the
-  host stops; a runtime not running answers 204, which tells the browser not to reconnect.
+  waits with ``RuntimeLogView.wait_appended``, goes on with the runtime that takes the place of one that
+  stopped, and ends when none does (with a last fragment saying so) or the host stops; a runtime not running
+  answers 204, which tells the browser not to reconnect.
 
-The log is read through the live runtime's ``FactLog`` only (``read_back``, newest first, off the event loop
-when it goes past the cache); the page never opens a fact-log file.
+The log is read through ``HostPluginContext.runtime_log`` only, a read-only view of the live runtime's log that
+reads the same whether the runtime runs in the host's process or in a worker of ``ishiki run --workers N`` (the
+worker answers); the page never opens a fact-log file.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from ishiki_host import Entry, HttpResponse, HttpStream, Json, RuntimeKey, sse_event
+from ishiki_host.errors import FactLogError
 
 from ishiki_dashboard.app import Problem
 from ishiki_dashboard.html import Safe, badge, esc, link, table, tag
 
 if TYPE_CHECKING:
-    from ishiki_host import FactLog, HostPluginContext, ProfileStatus
+    from ishiki_host import HostPluginContext, ProfileStatus, RuntimeLogView
 
     from ishiki_dashboard.app import Dashboard, DashRequest
 
-__all__ = ["LIST_LIMIT", "PAGE", "entries_after", "register", "render_entries", "render_entry"]
+__all__ = ["LIST_LIMIT", "PAGE", "read_since", "register", "render_entries", "render_entry"]
 
 LIST_LIMIT = 100
 """How many runtimes of one profile the list shows (a host may run thousands: the filter narrows them)."""
@@ -110,12 +113,14 @@ class _Conversations:
         key, status = _find(self.ctx.profiles(), text)
         if key is None or status is None:
             raise Problem(404, f"There is no runtime {text!r}: a key is profile/main or profile/sid/chat.")
-        runtime = self.ctx.runtime(key)
-        if runtime is None:
-            return _not_running(key, self.dash.url("/conversations"))
+        log = await self.ctx.runtime_log(key)
         before = _int(request.query.get("before"))
-        log = runtime.log
-        entries = await log.read_back(_window(before, PAGE))
+        try:
+            entries = await log.window(before=before, limit=PAGE) if log is not None else None
+        except FactLogError:  # it stopped since it was asked for
+            entries = None
+        if entries is None:
+            return _not_running(key, self.dash.url("/conversations"))
         zone = _zone(self.ctx)
         parts = [f"<h2>{esc(str(key))}</h2>", self._earlier(key, entries)]
         body = render_entries(entries, zone)
@@ -137,29 +142,28 @@ class _Conversations:
     async def stream(self, request: DashRequest) -> HttpStream | HttpResponse:
         """The entries after ``after`` (or the browser's ``Last-Event-ID``) as they are written."""
         key, _ = _find(self.ctx.profiles(), request.query.get("key", ""))
-        runtime = self.ctx.runtime(key) if key is not None else None
-        if key is None or runtime is None:
+        log = await self.ctx.runtime_log(key) if key is not None else None
+        if key is None or log is None:
             return HttpResponse(204)  # EventSource does not reconnect after a 204
         resume = _int(request.http.headers.get("last-event-id")) or _int(request.query.get("after")) or 0
-        return HttpStream.sse(self._events(key, runtime.log, resume))
+        return HttpStream.sse(self._events(key, log, resume))
 
-    async def _events(self, key: RuntimeKey, log: FactLog, after: int) -> AsyncIterator[str]:
+    async def _events(self, key: RuntimeKey, log: RuntimeLogView, after: int) -> AsyncIterator[str]:
         zone = _zone(self.ctx)
         while True:
+            entries = await read_since(log, after, PAGE)
+            if entries:
+                yield sse_event(_skipped(entries[0].id, after) + render_entries(entries, zone), id=str(entries[-1].id))
+                after = entries[-1].id
+                continue
+            await log.wait_appended(after)
             if not log.closed:
-                entries = await log.read_back(entries_after(after, PAGE))
-                if entries:
-                    after = entries[-1].id
-                    yield sse_event(_skipped(entries[0].id, after) + render_entries(entries, zone), id=str(after))
-                    continue
-                await log.wait_appended(after)
-                if not log.closed:
-                    continue
-            runtime = self.ctx.runtime(key)  # the runtime stopped: a new one may have taken its place
-            if runtime is None or runtime.log is log:
+                continue
+            again = await self.ctx.runtime_log(key)  # the runtime stopped: a new one may have taken its place
+            if again is None:
                 yield sse_event(f'<p class="notice">The runtime {esc(str(key))} stopped.</p>', event="end")
                 return
-            log = runtime.log
+            log = again
 
 
 def _skipped(first: int, after: int) -> str:
@@ -174,36 +178,15 @@ def _not_running(key: RuntimeKey, back: str) -> str:
     )
 
 
-def _window(before: int | None, limit: int) -> Callable[[Iterator[Entry]], list[Entry]]:
-    """A ``read_back`` selector: the last ``limit`` entries below ``before`` (all when ``None``), oldest first."""
-
-    def select(newest_first: Iterator[Entry]) -> list[Entry]:
-        taken: list[Entry] = []
-        for entry in newest_first:
-            if before is not None and entry.id >= before:
-                continue
-            taken.append(entry)
-            if len(taken) >= limit:
-                break
-        taken.reverse()
-        return taken
-
-    return select
-
-
-def entries_after(after: int, limit: int) -> Callable[[Iterator[Entry]], list[Entry]]:
-    """A ``read_back`` selector: the entries above ``after`` (the newest ``limit`` of them), oldest first."""
-
-    def select(newest_first: Iterator[Entry]) -> list[Entry]:
-        taken: list[Entry] = []
-        for entry in newest_first:
-            if entry.id <= after or len(taken) >= limit:
-                break
-            taken.append(entry)
-        taken.reverse()
-        return taken
-
-    return select
+async def read_since(log: RuntimeLogView, after: int, limit: int) -> list[Entry]:
+    """The entries of ``log`` newer than ``after`` (the newest ``limit``), none once its runtime stopped (then
+    ``log.closed`` says so)."""
+    if log.closed:
+        return []
+    try:
+        return await log.since(after, limit=limit)
+    except FactLogError:
+        return []
 
 
 # -- rendering an entry -------------------------------------------------------------------------------------

@@ -2,6 +2,10 @@
 (``/memories/view?id=``), delete one (``POST /memories/delete``, audited), and the sessions of the runtimes
 shown with their summaries. ``/api/memories`` is the JSON twin of the list.
 
+The people section lists the profile each persona keeps of a person or group chat (``memory.people``); one
+is shown at ``/memories/person?profile=&subject=``, rewritten there (``POST /memories/person/edit``: its trust
+level is kept) or deleted (``POST /memories/person/delete``), both audited. ``/api/people`` lists them as JSON.
+
 It reads ``services.memory`` (the host's ``MemoryStore``) as the operator, so at the ``owner`` trust level:
 every memory, whoever may read it in a chat.
 """
@@ -9,18 +13,20 @@ every memory, whoever may read it in a chat.
 from __future__ import annotations
 
 import datetime
+import urllib.parse
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, get_args
 
-from ishiki_host import HttpResponse, Memory, MemoryType
+from ishiki_host import HttpResponse, Memory, MemoryType, PersonProfile
 from ishiki_host.errors import StoreError
 
-from ishiki_dashboard.app import Problem, Titled, json_response
-from ishiki_dashboard.html import Safe, button_post, esc, form_field, link, section, table, tag
+from ishiki_dashboard.app import Problem, Titled, json_response, redirect
+from ishiki_dashboard.html import Safe, button_post, csrf_field, esc, form_field, link, section, table, tag
 
 if TYPE_CHECKING:
     from ishiki_dashboard.app import Dashboard, DashRequest
 
-__all__ = ["LIMIT", "register"]
+__all__ = ["LIMIT", "people", "register", "register_people", "render_person"]
 
 LIMIT = 50
 """Memories listed at most (per profile)."""
@@ -52,6 +58,102 @@ def register(dash: Dashboard) -> None:
     dash.page("/memories/view", view, title="Memory", nav="memories")
     dash.api("/api/memories", api)
     dash.form("/memories/delete", delete)
+    register_people(dash)
+
+
+def register_people(dash: Dashboard) -> None:
+    """``/memories/person``, ``/api/people``, ``POST /memories/person/edit`` and ``/memories/person/delete``."""
+
+    async def person(req: DashRequest) -> Titled:
+        return await render_person(dash, req, *_subject(dash, req.query))
+
+    async def api(req: DashRequest) -> HttpResponse:
+        return json_response({"people": [_person_json(p) for p in await people(dash)]})
+
+    async def edit(req: DashRequest) -> HttpResponse:
+        fields = req.form()
+        profile, subject = _subject(dash, fields)
+        content = fields.get("content", "").strip()
+        if not content:
+            raise Problem(400, "the profile cannot be empty", field="content")
+        try:
+            edited = await dash.memory().people.edit(profile, subject, content)
+        except StoreError as exc:
+            raise Problem(400, str(exc), field="content") from exc
+        if edited is None:
+            raise Problem(404, f"{profile} keeps no profile of {subject}")
+        dash.audit("person.edit", {"profile": profile, "subject": subject})
+        return redirect(_person_url(dash, profile, subject))
+
+    async def delete(req: DashRequest) -> HttpResponse:
+        profile, subject = _subject(dash, req.form())
+        if not await dash.memory().people.delete(profile, subject):
+            raise Problem(404, f"{profile} keeps no profile of {subject}")
+        dash.audit("person.delete", {"profile": profile, "subject": subject})
+        return json_response({"deleted": subject, "location": dash.url("/memories")})
+
+    dash.page("/memories/person", person, title="Person", nav="memories")
+    dash.api("/api/people", api)
+    dash.form("/memories/person/edit", edit)
+    dash.form("/memories/person/delete", delete)
+
+
+def _subject(dash: Dashboard, fields: Mapping[str, str]) -> tuple[str, str]:
+    profile, subject = fields.get("profile", ""), fields.get("subject", "")
+    if profile not in [p.id for p in dash.ctx.profiles()]:
+        raise Problem(400, f"no profile {profile!r}", field="profile")
+    if not subject:
+        raise Problem(400, "subject is the person (platform:userId) or the group chat", field="subject")
+    return profile, subject
+
+
+async def people(dash: Dashboard) -> list[PersonProfile]:
+    """The profiles every persona keeps, most recently updated first (per persona)."""
+    store = dash.memory()
+    found: list[PersonProfile] = []
+    for profile in dash.ctx.profiles():
+        found += await store.people.latest(profile.id, limit=LIMIT)
+    return found
+
+
+def _person_url(dash: Dashboard, profile: str, subject: str) -> str:
+    query = urllib.parse.urlencode({"profile": profile, "subject": subject})
+    return f"{dash.url('/memories/person')}?{query}"
+
+
+def _person_json(p: PersonProfile) -> dict[str, Any]:
+    return {"profile": p.profile, "subject": p.subject, "kind": p.kind, "name": p.name, "content": p.content,
+            "min_trust": p.min_trust, "edited_by": p.edited_by, "updated_at": p.updated_at}  # fmt: skip
+
+
+async def _people_section(dash: Dashboard) -> Safe:
+    rows = [
+        (link(_person_url(dash, p.profile, p.subject), p.label), p.profile, p.subject, p.min_trust,
+         _when(p.updated_at), p.edited_by, _short(p.content))
+        for p in await people(dash)
+    ]  # fmt: skip
+    headers = ["Person", "Profile", "Subject", "Shown at", "Updated", "Written by", "Profile"]
+    return section("People", table(headers, rows, empty="no profile kept (the memory extension's `people`)"))
+
+
+async def render_person(dash: Dashboard, req: DashRequest, profile: str, subject: str) -> Titled:
+    """One person's profile, the form that rewrites it, and its delete button."""
+    person = await dash.memory().people.get(profile, subject)
+    if person is None:
+        raise Problem(404, f"{profile} keeps no profile of {subject}")
+    url = dash.url("/memories/person/edit")
+    hint = f"Shown to turns at the {person.min_trust} level and above where {person.label} speaks."
+    form = (
+        f'<form method="post" action="{esc(url)}" data-api="{esc(url)}">{csrf_field(req.csrf)}'
+        f'<input type="hidden" name="profile" value="{esc(profile)}">'
+        f'<input type="hidden" name="subject" value="{esc(subject)}">'
+        f"{form_field('content', 'Profile', value=person.content, kind='textarea', required=True, hint=hint)}"
+        '<button type="submit">Save</button></form>'
+    )
+    remove = button_post(dash.url("/memories/person/delete"), "Delete", body={"profile": profile, "subject": subject},
+                         confirm=f"Delete what {profile} keeps about {person.label}?", cls="danger")  # fmt: skip
+    facts = table(["Field", "Value"], [(k, v) for k, v in _person_json(person).items() if k != "content"])
+    return Titled(f"{person.label} ({profile})", f"{form}{facts}{remove}")
 
 
 def _id(raw: str | None) -> int:
@@ -157,7 +259,13 @@ async def render(dash: Dashboard, req: DashRequest) -> str:
     memories = table(["#", "Profile", "Type", "Content", "Created", ""], rows, empty="no memory matches")
     live = [str(k) for p in dash.ctx.profiles() for k in p.runtimes]
     sessions = await _sessions(dash, live + [m.runtime_key for m in found])
-    return search + str(section(f"{len(found)} memories", memories)) + str(section("Sessions", sessions))
+    people_part = await _people_section(dash)
+    return (
+        search
+        + str(section(f"{len(found)} memories", memories))
+        + str(people_part)
+        + str(section("Sessions", sessions))
+    )
 
 
 async def render_one(dash: Dashboard, memory_id: int) -> Titled:

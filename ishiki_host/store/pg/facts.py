@@ -1,0 +1,283 @@
+"""A runtime's fact log in PostgreSQL, written only under the runtime's lease: the file log's contract on a database.
+
+    log = await PgFactLog.open(book, lease, "ana/telegram:1/private:42", fsync="turn")
+    entry = await log.append("message", {...})              # durable when it returns (outside a turn)
+    await log.append_many(steps, turn=3, sync=False)       # committed, readable at once; durable at ``sync``
+    await log.sync()
+    window = await log.read_back(select)                    # newest first, O(what select reads)
+
+Each entry is a row of ``ishiki_facts``: the runtime key, the entry's id and its JSONL line exactly as the file log
+writes it (``Entry.to_json``), so an entry reads back the same from either, and moving a data directory to
+PostgreSQL copies lines. The primary key ``(runtime_key, id)`` serves the newest-first reads and makes a second
+writer's entry with an id already taken fail rather than interleave; a batch is one transaction, so a torn
+write cannot exist.
+
+Every append is one statement that checks the runtime's lease as ``LeaseBook.fenced`` does (holder, token, not
+expired; the lease's row share-locked until the commit, so a takeover waits for it) and writes its rows only
+when it holds: a host that lost the lease gets ``LeaseLost`` and wrote nothing. One statement is one round trip
+and one transaction, so no transaction of a paused host can hold the lease's row. Durability follows the fsync
+policy, with PostgreSQL's commit as the fsync:
+
+- ``always``: every append's commit waits for the WAL to reach the disk;
+- ``turn`` (default): appends outside a turn (inbound messages, which a channel confirms only once durable) wait
+  for the disk; appends inside a turn commit without waiting (``synchronous_commit`` off for that transaction:
+  a crash of the host loses nothing, one of the database server may lose the last ones), and ``sync()`` makes
+  them durable with one waiting commit (of the log's mark in ``ishiki_fact_marks``): the WAL is one sequence, so
+  its flush covers every commit before it;
+- ``never``: no commit waits.
+
+Reads start from a cache of the newest entries; ``read_back`` runs ``select`` there and, when it reads past the
+cache, fetches older pages newest-first (each twice the size of the last) and runs it again from the start, so
+``select`` must be a pure function of what it sees, as for the file log.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Literal, TypeVar
+
+import anyio
+import psycopg
+
+from ishiki_host.core.clock import Clock, SystemClock
+from ishiki_host.core.entries import Entry
+from ishiki_host.core.text import clean_text
+from ishiki_host.errors import FactLogError
+from ishiki_host.jsontypes import Json
+from ishiki_host.store.pg.leases import Lease, LeaseBook, LeaseLost
+
+__all__ = ["FACTS_SCHEMA", "PgFactLog"]
+
+T = TypeVar("T")
+FsyncPolicy = Literal["always", "turn", "never"]
+
+FACTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ishiki_facts (
+    runtime_key text NOT NULL,
+    id bigint NOT NULL,
+    line text NOT NULL,
+    PRIMARY KEY (runtime_key, id)
+);
+CREATE TABLE IF NOT EXISTS ishiki_fact_marks (
+    runtime_key text PRIMARY KEY,
+    durable_id bigint NOT NULL
+);
+"""
+
+_HELD = """
+held AS (
+    SELECT 1 FROM ishiki_leases
+    WHERE name = %(lease)s AND holder = %(holder)s AND token = %(token)s AND expires_at > clock_timestamp()
+    FOR SHARE
+),
+commit_mode AS (SELECT set_config('synchronous_commit', %(commit)s, true))
+"""
+# One statement, so one round trip and its own transaction: the lease checked (and its row share-locked, as in
+# ``LeaseBook.fenced``) with the rows written, none of them when the lease is not held; and whether its commit
+# waits for the disk, set for that transaction alone.
+_INSERT = (
+    "WITH " + _HELD + "INSERT INTO ishiki_facts (runtime_key, id, line) "
+    "SELECT %(key)s, entry.id, entry.line FROM held, commit_mode, "
+    "unnest(%(ids)s::bigint[], %(lines)s::text[]) AS entry(id, line)"
+)
+_MARK = (
+    "WITH " + _HELD + "INSERT INTO ishiki_fact_marks (runtime_key, durable_id) "
+    "SELECT %(key)s, %(upto)s FROM held, commit_mode "
+    "ON CONFLICT (runtime_key) DO UPDATE SET durable_id = GREATEST(ishiki_fact_marks.durable_id, EXCLUDED.durable_id)"
+)
+_PAGE = "SELECT id, line FROM ishiki_facts WHERE runtime_key = %s AND id < %s ORDER BY id DESC LIMIT %s"
+_FIRST_PAGE = 256
+
+
+class _NeedMore(Exception):
+    """``select`` read past the entries fetched so far."""
+
+
+class PgFactLog:
+    """One runtime's log (see the module docstring); made by ``open``."""
+
+    def __init__(self, book: LeaseBook, lease: Lease, key: str, fsync: FsyncPolicy, clock: Clock, cache_size: int):
+        self.book = book
+        self.lease = lease
+        self.key = key
+        self.fsync: FsyncPolicy = fsync
+        self._clock = clock
+        self._cache: deque[Entry] = deque(maxlen=cache_size)
+        self._last_id = 0
+        self._durable_id = 0
+        self._lock = anyio.Lock()
+        self._sync_lock = anyio.Lock()
+        self._appended: anyio.Event | None = None
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        book: LeaseBook,
+        lease: Lease,
+        key: str,
+        *,
+        fsync: FsyncPolicy = "turn",
+        clock: Clock | None = None,
+        cache_size: int = 256,
+    ) -> PgFactLog:
+        """The log of runtime ``key``, written under ``lease`` (made where missing: ``setup`` first)."""
+        if fsync not in ("always", "turn", "never"):
+            raise ValueError(f"fsync policy must be one of always, turn, never; got {fsync!r}")
+        log = cls(book, lease, key, fsync, clock or SystemClock(), cache_size)
+        newest = await log._page(before=None, size=max(cache_size, 1))
+        log._last_id = log._durable_id = newest[0].id if newest else 0
+        log._cache.extend(reversed(newest[:cache_size]))
+        return log
+
+    @staticmethod
+    async def setup(book: LeaseBook) -> None:
+        """Create the log's tables where they are missing."""
+        async with book.pool.connection() as conn:
+            await conn.execute(FACTS_SCHEMA)
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called (or a lost lease closed it)."""
+        return self._closed
+
+    @property
+    def last_id(self) -> int:
+        """The id of the newest entry (0 for an empty log)."""
+        return self._last_id
+
+    @property
+    def durable_id(self) -> int:
+        """The id of the newest entry known to be on the database's disk."""
+        return self._durable_id
+
+    async def close(self) -> None:
+        """No more appends; followers waiting in ``wait_appended`` return."""
+        self._closed = True
+        self._wake_followers()
+
+    # -- writing ---------------------------------------------------------------------------------------
+
+    async def append(self, type: str, data: Mapping[str, Json], *, turn: int | None = None, sync: bool = True) -> Entry:
+        """Append one entry; returns it as stored."""
+        (entry,) = await self.append_many([(type, data)], turn=turn, sync=sync)
+        return entry
+
+    async def append_many(
+        self, items: Iterable[tuple[str, Mapping[str, Json]]], *, turn: int | None = None, sync: bool = True
+    ) -> list[Entry]:
+        """Append ``(type, data)`` pairs as consecutive entries in one transaction (see the module docstring for
+        when its commit waits for the disk); ``LeaseLost`` when the runtime's lease is no longer this host's."""
+        pending = list(items)
+        if not pending:
+            return []
+        durable = sync and (self.fsync == "always" or (self.fsync == "turn" and turn is None))
+        async with self._lock:
+            self._check_open()
+            entries, lines = self._draft(pending, turn)
+            params = self._params(commit="on" if durable else "off")
+            params.update(ids=[e.id for e in entries], lines=lines)
+            if await self._write(_INSERT, params, "append to") != len(entries):
+                await self.close()  # another host serves the runtime now: nothing more is written here
+                raise LeaseLost(f"the lease on {self.lease.name!r} (token {self.lease.token}) is no longer "
+                                f"{self.lease.holder}'s: nothing of {self.key} was written")  # fmt: skip
+            self._last_id = entries[-1].id
+            if durable:
+                self._durable_id = self._last_id
+            self._cache.extend(entries)
+            self._wake_followers()
+        return entries
+
+    def _draft(self, items: list[tuple[str, Mapping[str, Json]]], turn: int | None) -> tuple[list[Entry], list[str]]:
+        ts = self._clock.now()
+        entries, lines = [], []
+        for index, (type_, data) in enumerate(items):
+            line = Entry(self._last_id + 1 + index, type_, ts, data, turn).to_json()
+            try:
+                line.encode()
+            except UnicodeEncodeError:  # a lone surrogate: stored as U+FFFD rather than failing the append
+                line = clean_text(line)
+            entries.append(Entry.from_json(line))
+            lines.append(line)
+        return entries, lines
+
+    async def sync(self, *, upto: int | None = None) -> None:
+        """Make every entry appended so far durable (``upto``: return once those up to that id are); concurrent
+        callers share one waiting commit."""
+        if self.fsync == "never":
+            return
+        async with self._sync_lock:
+            target = self._last_id
+            if self._durable_id >= (target if upto is None else min(upto, target)):
+                return
+            if await self._write(_MARK, {**self._params(commit="on"), "upto": target}, "make durable") != 1:
+                await self.close()
+                raise LeaseLost(f"the lease on {self.lease.name!r} is no longer {self.lease.holder}'s")
+            self._durable_id = max(self._durable_id, target)
+
+    def _params(self, *, commit: str) -> dict[str, object]:
+        lease = self.lease
+        return {"lease": lease.name, "holder": lease.holder, "token": lease.token, "commit": commit, "key": self.key}
+
+    async def _write(self, sql: str, params: dict[str, object], what: str) -> int:
+        """Run one writing statement; how many rows it wrote (none: the lease is not held)."""
+        try:
+            async with self.book.pool.connection() as conn:
+                cursor = await conn.execute(sql, params)
+                return int(cursor.rowcount)
+        except psycopg.Error as exc:
+            raise FactLogError(f"cannot {what} the fact log of {self.key}: {exc}") from exc
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FactLogError(f"fact log of {self.key} is closed")
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    async def wait_appended(self, after_id: int) -> None:
+        """Return once the log holds an entry newer than ``after_id`` (at once if it does), or once closed."""
+        while self._last_id <= after_id and not self._closed:
+            if self._appended is None:
+                self._appended = anyio.Event()
+            await self._appended.wait()
+
+    def _wake_followers(self) -> None:
+        if self._appended is not None:
+            self._appended.set()
+            self._appended = None
+
+    def tail(self, n: int) -> list[Entry]:
+        """The last ``n`` entries the cache holds (at most its size), oldest first."""
+        return list(self._cache)[-n:] if n > 0 else []
+
+    async def read_back(self, select: Callable[[Iterator[Entry]], T]) -> T:
+        """Run ``select`` over the entries newest first and return its result (see the module docstring)."""
+        self._check_open()
+        fetched: list[Entry] = list(reversed(self._cache))
+        complete = self._last_id == 0 or (bool(fetched) and fetched[-1].id <= 1)
+        size = _FIRST_PAGE
+        while True:
+            try:
+                return select(_newest_first(fetched, complete))
+            except _NeedMore:
+                page = await self._page(before=fetched[-1].id if fetched else None, size=size)
+                fetched.extend(page)
+                complete = len(page) < size or (bool(fetched) and fetched[-1].id <= 1)
+                size *= 2
+
+    async def _page(self, *, before: int | None, size: int) -> list[Entry]:
+        """Up to ``size`` entries with ids below ``before`` (all: ``None``), newest first."""
+        try:
+            async with self.book.pool.connection() as conn:
+                cursor = await conn.execute(_PAGE, (self.key, before if before is not None else 2**62, size))
+                rows = await cursor.fetchall()
+        except psycopg.Error as exc:
+            raise FactLogError(f"cannot read the fact log of {self.key}: {exc}") from exc
+        return [Entry.from_json(line) for _, line in rows]
+
+
+def _newest_first(fetched: list[Entry], complete: bool) -> Iterator[Entry]:
+    yield from fetched
+    if not complete:
+        raise _NeedMore
