@@ -1,12 +1,16 @@
-"""Ranked memory search: FTS5 BM25 over the query's words, then recency, with a bounded amount of scoring.
+"""Ranked memory search: FTS5 BM25 over the query's words, then recency, with a bounded amount of work.
 
 BM25 costs time per matching row, and a chat message always holds a few words found in most rows ("the",
 "you"): scored naively, a search over 100,000 memories ranks nearly all of them. So the words are first
-counted (a cheap doclist walk each), and the query keeps the rarest words while the rows they match stay
-within ``CANDIDATE_BUDGET``, always keeping at least the rarest one. The words dropped are the commonest,
-whose inverse document frequency, hence their weight in BM25, is the smallest: rows matching only those would
-rank last anyway. Scores are compared at ``SCORE_PRECISION`` decimals so float noise between equally relevant
-rows (tiny IDFs in a small table, slightly different lengths) does not hide the recency tie-break.
+counted, each count stopping past ``CANDIDATE_BUDGET`` (a common word costs no more than a rare one), and the
+query keeps the rarest words while the rows they match stay within the budget, always keeping at least the
+rarest one. The words dropped are the commonest, whose inverse document frequency, hence their weight in
+BM25, is the smallest: rows matching only those would rank last anyway. When even the rarest word matches
+more than the budget (every word of the query is common), only its newest ``CANDIDATE_BUDGET`` matches are
+ranked, a window widened fourfold while it yields fewer rows than asked that pass the filter, up to the
+whole table: the cost stays that of the budget, whatever the size of the table. Scores are compared at
+``SCORE_PRECISION`` decimals so float noise between equally relevant rows (tiny IDFs in a small table,
+slightly different lengths) does not hide the recency tie-break.
 
 ``SearchFilter.pending_reminders_only`` keeps a ``reminder`` only while its beat (``reminder_beat_id``) is in
 the heartbeat table with a next run: a reminder still to come, not one already given or never scheduled.
@@ -28,7 +32,7 @@ from ishiki_host.store.text import quote_terms
 
 __all__ = ["CANDIDATE_BUDGET", "SCORE_PRECISION", "SearchFilter", "choose_terms", "filter_clause", "search"]
 
-CANDIDATE_BUDGET = 5_000
+CANDIDATE_BUDGET = 200
 SCORE_PRECISION = 4
 _PENDING = (
     "(? = 0 OR m.type != 'reminder' OR EXISTS "
@@ -52,22 +56,28 @@ class SearchFilter:
 
 def choose_terms(conn: sqlite3.Connection, terms: list[str], budget: int = CANDIDATE_BUDGET) -> list[str]:
     """The rarest of ``terms`` whose matching rows fit ``budget`` (at least one, if any matches at all)."""
-    counted = sorted((_rows_matching(conn, term), position, term) for position, term in enumerate(terms))
-    kept: list[str] = []
+    return [term for term, _ in _chosen(conn, terms, budget)]
+
+
+def _chosen(conn: sqlite3.Connection, terms: list[str], budget: int) -> list[tuple[str, int]]:
+    """``choose_terms`` with each term's count (a count above ``budget`` is ``budget + 1``)."""
+    counted = sorted((_rows_matching(conn, term, budget + 1), position, term) for position, term in enumerate(terms))
+    kept: list[tuple[str, int]] = []
     total = 0
     for count, _, term in counted:
         if count == 0:
             continue
         if kept and total + count > budget:
             break
-        kept.append(term)
+        kept.append((term, count))
         total += count
     return kept
 
 
-def _rows_matching(conn: sqlite3.Connection, term: str) -> int:
-    query = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
-    return int(conn.execute(query, (quote_terms([term]),)).fetchone()[0])
+def _rows_matching(conn: sqlite3.Connection, term: str, cap: int) -> int:
+    """How many rows match ``term``, counted up to ``cap``."""
+    query = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
+    return int(conn.execute(query, (quote_terms([term]), cap)).fetchone()[0])
 
 
 def filter_clause(where: SearchFilter) -> tuple[str, tuple[object, ...]]:
@@ -85,16 +95,37 @@ def filter_clause(where: SearchFilter) -> tuple[str, tuple[object, ...]]:
 
 def search(conn: sqlite3.Connection, terms: list[str], where: SearchFilter) -> list[MemoryHit]:
     """The best ``where.limit`` rows for ``terms``; runs in the database's worker thread."""
-    kept = choose_terms(conn, terms)
+    kept = _chosen(conn, terms, CANDIDATE_BUDGET)
     if not kept:
         return []
+    match = quote_terms([term for term, _ in kept])
+    if sum(count for _, count in kept) <= CANDIDATE_BUDGET:
+        return _ranked(conn, match, where, 0)
+    window = CANDIDATE_BUDGET
+    while True:  # every word is common: rank the newest matches (see the module docstring)
+        floor = _window_floor(conn, match, window)
+        hits = _ranked(conn, match, where, floor)
+        if floor == 0 or len(hits) >= where.limit:
+            return hits
+        window *= 4
+
+
+def _window_floor(conn: sqlite3.Connection, match: str, window: int) -> int:
+    """The lowest rowid of the newest ``window`` rows matching ``match``; 0 when fewer match."""
+    sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+    row = conn.execute(sql, (match, window - 1)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _ranked(conn: sqlite3.Connection, match: str, where: SearchFilter, floor: int) -> list[MemoryHit]:
+    """The best ``where.limit`` rows matching ``match`` from rowid ``floor`` on that ``where`` lets through."""
     conditions, params = filter_clause(where)
     # CROSS JOIN keeps the FTS index as the driving table: matching rows first, then the row filters.
     rows = conn.execute(
         f"SELECT {MEMORY_COLUMNS}, f.rank FROM memories_fts AS f CROSS JOIN memories AS m ON m.id = f.rowid "
-        f"WHERE memories_fts MATCH ? AND {conditions} "
+        f"WHERE memories_fts MATCH ? AND f.rowid >= ? AND {conditions} "
         "ORDER BY round(f.rank, ?), m.created_at DESC, m.id DESC LIMIT ?",
-        (quote_terms(kept), *params, SCORE_PRECISION, where.limit),
+        (match, floor, *params, SCORE_PRECISION, where.limit),
     )
     return [MemoryHit(Memory.from_row(row), float(row["rank"])) for row in rows]
 

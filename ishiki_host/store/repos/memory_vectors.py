@@ -10,7 +10,10 @@ implements: PostgreSQL with pgvector); ``MemoryVectorsRepo`` is the SQLite one, 
 - The first vector stored for a model fixes its length. A vector of another length is refused with a
   ``StoreError`` naming the memory, the model and both lengths, and nothing of its batch is written.
 - Deleting a memory deletes its vector and index rows (foreign keys, ``ON DELETE CASCADE``).
-- The vectors are a rowid table keyed by the memory's id: a candidate's vector is one b-tree lookup.
+- The vectors are a rowid table keyed by the memory's id. A query's candidates come from the hash index, and
+  are scored against the (model, profile)'s vectors held in memory (``VectorMatrix``): loaded by the first
+  query, then kept in step by ``put`` and ``prune``. A memory deleted since (by any connection) keeps its row
+  there, but a hit must still have its vector of the model in the table, so it is never returned.
 """
 
 from __future__ import annotations
@@ -25,8 +28,7 @@ from ishiki_host.store.repos.memory_search import SearchFilter, filter_clause
 from ishiki_host.store.repos.memory_types import MEMORY_COLUMNS, Memory
 from ishiki_host.store.vectors import (
     TARGET,
-    decode,
-    dot,
+    VectorMatrix,
     encode,
     normalized,
     prefix_bits,
@@ -99,14 +101,16 @@ class MemoryVectorIndex(Protocol):
 class MemoryVectorsRepo:
     """``MemoryVectorIndex`` on the memory database (see the module docstring).
 
-    The number of vectors per (model, profile), which sets how narrow a query's buckets are, is kept in memory
-    after its first count and updated by the writes made through this repository.
+    The number of vectors per (model, profile), which sets how narrow a query's buckets are, and the vectors
+    themselves (``VectorMatrix``) are kept in memory after their first read and updated by the writes made
+    through this repository. The matrices are used in the database's worker thread only.
     """
 
     def __init__(self, db: Database, clock: Clock):
         self._db = db
         self._clock = clock
         self._rows: dict[tuple[str, str], int] = {}
+        self._matrices: dict[tuple[str, str], VectorMatrix] = {}
 
     async def pending(self, profile: str, model: str, *, after: int = 0, limit: int = 32) -> list[PendingMemory]:
         """Memories of ``profile`` with id above ``after`` and no vector of ``model``, oldest first."""
@@ -130,7 +134,7 @@ class MemoryVectorsRepo:
 
         def run(conn: sqlite3.Connection) -> int:
             expected = _dimensions(conn, model)
-            stored = 0
+            stored = []
             for memory_id, vector in prepared:
                 if expected is None:
                     expected = len(vector)
@@ -139,10 +143,16 @@ class MemoryVectorsRepo:
                         f"memory {memory_id}: the embedding from {model} has {len(vector)} dimensions, but its "
                         f"other embeddings have {expected}; nothing of this batch was stored"
                     )
-                stored += _put_one(conn, profile, model, memory_id, vector, now)
-            return stored
+                if _put_one(conn, profile, model, memory_id, vector, now):
+                    stored.append((memory_id, vector))
+            self._follow(profile, model, stored)
+            return len(stored)
 
-        stored = await self._db.write(run)
+        try:
+            stored = await self._db.write(run)
+        except BaseException:
+            self._drop_matrices(profile)  # the matrices may hold what the failed transaction did not store
+            raise
         key = (model, profile)
         if key in self._rows:
             self._rows[key] += stored
@@ -162,7 +172,8 @@ class MemoryVectorsRepo:
                     f"the query embedding from {model} has {len(query)} dimensions, its memories' have {expected}"
                 )
             ids = _candidates(conn, model, where.profile, query, prefix_bits(rows))
-            return _ranked(conn, model, query, sorted(ids), where)
+            scored = self._matrix(conn, model, where.profile, expected).scores(ids, query)
+            return _readable(conn, model, scored, where)
 
         return await self._db.read(run)
 
@@ -196,11 +207,45 @@ class MemoryVectorsRepo:
         removed = await self._db.write(run)
         for key in [k for k in self._rows if k[1] == profile and k[0] != keep_model]:
             del self._rows[key]
+        for key in [k for k in self._matrices if k[1] == profile and k[0] != keep_model]:
+            del self._matrices[key]
         return removed
 
     def forget_counts(self) -> None:
         """Count the vectors again on next need (memories were deleted: their vectors went with them)."""
         self._rows.clear()
+
+    def _matrix(self, conn: sqlite3.Connection, model: str, profile: str, dimensions: int) -> VectorMatrix:
+        """The in-memory vectors of (model, profile), read from the table on first need."""
+        key = (model, profile)
+        matrix = self._matrices.get(key)
+        if matrix is None or matrix.dimensions != dimensions:
+            plain = conn.cursor()
+            plain.row_factory = None
+            rows = plain.execute(
+                "SELECT memory_id, vector FROM memory_vectors WHERE model = ? AND profile = ? AND dimensions = ?",
+                (model, profile, dimensions),
+            )
+            matrix = self._matrices[key] = VectorMatrix(dimensions, rows)
+        return matrix
+
+    def _follow(self, profile: str, model: str, stored: Sequence[tuple[int, Sequence[float]]]) -> None:
+        """Bring the loaded matrices in step with vectors just stored (in the write's worker thread)."""
+        for (other, owner), matrix in list(self._matrices.items()):
+            if owner != profile:
+                continue
+            if other != model:
+                for memory_id, _ in stored:  # a memory has one vector: the new model's replaced this one
+                    matrix.discard(memory_id)
+            elif stored and matrix.dimensions != len(stored[0][1]):
+                del self._matrices[(other, owner)]
+            else:
+                for memory_id, vector in stored:
+                    matrix.put(memory_id, vector)
+
+    def _drop_matrices(self, profile: str) -> None:
+        for key in [k for k in self._matrices if k[1] == profile]:
+            del self._matrices[key]
 
     async def _row_count(self, model: str, profile: str) -> int:
         key = (model, profile)
@@ -239,46 +284,39 @@ def _candidates(conn: sqlite3.Connection, model: str, profile: str, query: list[
     """The ids sharing ``bits`` leading signature bits with one of the query's ``probes``."""
     found: set[int] = set()
     cap = -1 if bits == 0 else _PER_BAND * TARGET
+    plain = conn.cursor()
+    plain.row_factory = None  # tuples: a third cheaper than sqlite3.Row for thousands of rows
     for band, signature in probes(query, bits) if bits else enumerate(signatures(query)[:1]):
         low, high = prefix_range(signature, bits)
-        rows = conn.execute(
+        rows = plain.execute(
             "SELECT memory_id FROM memory_vector_bands WHERE model = ? AND profile = ? AND band = ? "
             "AND signature BETWEEN ? AND ? LIMIT ?",
             (model, profile, band, low, high, cap),
         )
-        found.update(int(row[0]) for row in rows)
+        found.update(memory_id for (memory_id,) in rows)
     return found
 
 
-def _ranked(
-    conn: sqlite3.Connection, model: str, query: list[float], ids: list[int], where: SearchFilter
+def _readable(
+    conn: sqlite3.Connection, model: str, scored: list[tuple[float, int]], where: SearchFilter
 ) -> list[VectorHit]:
-    """The nearest candidates ``where`` lets through, at most ``where.limit``: scored first (a vector read by
-    its key is cheap), filtered after, nearest first, a few times the limit at a time."""
-    scored: list[tuple[float, int]] = []
-    plain = conn.cursor()
-    plain.row_factory = None  # tuples: a third cheaper than sqlite3.Row for thousands of rows
-    for start in range(0, len(ids), 500):  # SQLite's parameter limit
-        chunk = ids[start : start + 500]
-        rows = plain.execute(
-            f"SELECT memory_id, vector FROM memory_vectors WHERE memory_id IN ({_marks(chunk)}) AND model = ?",
-            (*chunk, model),
-        )
-        scored += [(dot(query, decode(blob)), memory_id) for memory_id, blob in rows]
-    scored.sort(key=lambda pair: (-pair[0], -pair[1]))
+    """The nearest of ``scored`` (``(similarity, id)``, nearest first) that ``where`` lets through and that
+    still have their vector of ``model``, at most ``where.limit``: read a little more than the limit first,
+    twice as many each time after while the filter leaves too few."""
     similarity = {memory_id: score for score, memory_id in scored}
     conditions, params = filter_clause(where)
     hits: list[VectorHit] = []
-    step = max(4 * where.limit, 20)
-    for start in range(0, len(scored), step):
+    start, step = 0, where.limit + 5
+    while start < len(scored) and len(hits) < where.limit:
         chunk = [memory_id for _, memory_id in scored[start : start + step]]
-        rows = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories AS m WHERE m.id IN ({_marks(chunk)}) AND {conditions}",
-            (*chunk, *params),
+        rows = conn.execute(  # NOT INDEXED: rows read by id, never by walking an index of the profile's rows
+            f"SELECT {MEMORY_COLUMNS} FROM memories AS m NOT INDEXED WHERE m.id IN ({_marks(chunk)}) "
+            f"AND {conditions} AND EXISTS (SELECT 1 FROM memory_vectors AS v WHERE v.memory_id = m.id "
+            "AND +v.model = ?)",
+            (*chunk, *params, model),
         )
         hits += [VectorHit(memory, similarity[memory.id]) for memory in map(Memory.from_row, rows)]
-        if len(hits) >= where.limit:
-            break
+        start, step = start + step, 2 * step
     hits.sort(key=lambda hit: (-hit.similarity, -hit.memory.created_at, -hit.memory.id))
     return hits[: where.limit]
 
