@@ -30,7 +30,7 @@ from ishiki_host.channels.inbound import is_inbound
 if TYPE_CHECKING:
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
 
 __all__ = ["SCAN", "WINDOW", "RecentInbound", "event_identity", "source_identity"]
 
@@ -84,7 +84,7 @@ class RecentInbound:
         self._taking: dict[str, anyio.Event] = {}
 
     @contextlib.asynccontextmanager
-    async def admit(self, log: FactLog, event: IshikiEvent) -> AsyncIterator[bool]:
+    async def admit(self, log: FactLogProtocol, event: IshikiEvent) -> AsyncIterator[bool]:
         """Yields whether ``event`` is new; a new event is remembered when the block ends without an error."""
         seen = self._seen if self._seen is not None else await self._load(log)
         identity = event_identity(event)
@@ -101,7 +101,7 @@ class RecentInbound:
             del self._taking[identity]
             done.set()
 
-    async def _load(self, log: FactLog) -> OrderedDict[str, None]:
+    async def _load(self, log: FactLogProtocol) -> OrderedDict[str, None]:
         found = await log.read_back(_logged_identities)
         if self._seen is None:  # another delivery may have loaded them while this one read
             self._seen = OrderedDict.fromkeys(reversed(found[: self.window]))

@@ -21,6 +21,10 @@ engine reading the same window step after step parses it once, not at every step
 is skipped with a warning. A reader that follows the log (a dashboard showing a conversation live) awaits
 ``wait_appended(after_id)`` and then reads what came after that id. The format is documented in ``docs/factlog.md``.
 
+An idle log can give its file back: ``park()`` makes it durable, releases the lock and closes the file (a cooled
+runtime does this, so idle chats hold no file open); the next append or read opens it again, takes the lock
+again (``FactLogLocked`` if another writer took it meanwhile) and reads again what another hand appended.
+
 A log edited by hand under the running host is noticed at the next read or append: a file that changed size
 is read again (its torn tail set aside, the cache rebuilt, ``generation`` counted up so readers that keep
 their own copy rebuild it too); a file replaced or removed is refused with a ``FactLogError`` naming it.
@@ -108,6 +112,7 @@ class FactLog:
         self._thread_reads = 0  # reads running in worker threads; close() waits for them
         self._reads_done = anyio.Event()
         self._appended: anyio.Event | None = None  # made by the first waiter, set (and dropped) by an append
+        self._parked_inode: int | None = None  # set while ``park`` has the file closed (see ``_unpark``)
 
     # -- opening and closing ---------------------------------------------------------------------------
 
@@ -204,10 +209,12 @@ class FactLog:
                     while self._thread_reads:
                         await self._reads_done.wait()
                     fd, self._fd = self._fd, -1
-                    try:
-                        _logfile.release_lock(fd, self.path)
-                    finally:
-                        os.close(fd)
+                    self._parked_inode = None
+                    if fd >= 0:  # (a parked log has no file open)
+                        try:
+                            _logfile.release_lock(fd, self.path)
+                        finally:
+                            os.close(fd)
 
     async def __aenter__(self) -> FactLog:
         return self
@@ -219,6 +226,52 @@ class FactLog:
     def closed(self) -> bool:
         """Whether ``close()`` ran."""
         return self._closed
+
+    @property
+    def parked(self) -> bool:
+        """Whether ``park`` has the file closed (the next append or read opens it again)."""
+        return self._parked_inode is not None
+
+    async def park(self) -> bool:
+        """Make every entry durable, release the lock and close the file, keeping the cache: the next append
+        or read opens it again (see the module docstring). Returns whether it did; a log that is closed,
+        parked already, or in the middle of a read from the file keeps its file.
+        """
+        async with self._lock:
+            if self._closed or self.parked:
+                return False
+            await self.sync()
+            # No await from here on: no append (the lock) and no read (on the event loop) comes in between.
+            if self._thread_reads or self._closed or (self.fsync != "never" and self._synced[0] < self._size):
+                return False
+            fd, self._fd = self._fd, -1
+            try:
+                self._parked_inode = os.fstat(fd).st_ino
+                _logfile.release_lock(fd, self.path)
+            finally:
+                os.close(fd)
+            return True
+
+    def _unpark(self) -> None:
+        """Open the file of a parked log again and take its lock (a few system calls: on the event loop)."""
+        inode = self._parked_inode
+        if inode is None or self._closed:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)  # no O_CREAT: it must still be there
+        except OSError as exc:
+            raise FactLogError(
+                f"cannot open fact log {self.path} again: {exc.strerror or exc}; it was closed while its runtime "
+                "was idle, and is gone or unreadable now"
+            ) from exc
+        try:
+            if os.fstat(fd).st_ino != inode:  # another file under its name: refused at every call, as unparked
+                self._check_same_file_as(inode)
+            _logfile.acquire_lock(fd, self.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._parked_inode = fd, None
 
     # -- writing ---------------------------------------------------------------------------------------
 
@@ -257,6 +310,7 @@ class FactLog:
             return []
         async with self._lock:
             self._check_open()
+            self._unpark()
             self._check_unchanged()
             entries, lines = self._draft(pending, turn)
             payload = b"".join(lines)
@@ -370,7 +424,14 @@ class FactLog:
     def _check_same_file(self) -> None:
         """Refuse a log whose path now names another file (replaced by an editor, or removed)."""
         try:
-            same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+            inode = os.fstat(self._fd).st_ino
+        except OSError:
+            inode = -1
+        self._check_same_file_as(inode)
+
+    def _check_same_file_as(self, inode: int) -> None:
+        try:
+            same = os.stat(self.path).st_ino == inode
         except OSError:
             same = False
         if not same:
@@ -444,6 +505,7 @@ class FactLog:
         Consume it before closing the log (``read_back`` does that for you, off the event loop).
         """
         self._check_open()
+        self._unpark()
         self._check_reader()
         cached, floor = tuple(self._cache), self._floor
         return self._reverse(cached, floor)
@@ -465,6 +527,7 @@ class FactLog:
     def iter_forward(self, *, after_id: int = 0) -> Iterator[Entry]:
         """Entries oldest first, from the start of the file (those with ``id > after_id``). Reads the whole file."""
         self._check_open()
+        self._unpark()
         self._check_reader()
         return self._forward(self._size, after_id)
 
@@ -493,6 +556,7 @@ class FactLog:
         next read of the same window stays on the event loop.
         """
         self._check_open()
+        self._unpark()
         self._check_same_file()
         self._check_reader()
         cached, floor = tuple(self._cache), self._floor

@@ -1,8 +1,11 @@
 """``RuntimeBudget``: how many runtimes live at once in this process, and who makes room for a new one.
 
-Every live runtime holds its fact log open (``ishiki_host.host.openfiles``), so the open-files limit bounds the
-live chats of a process. The budget counts the runtimes that hold their files (from the moment one starts to
-open them until it has closed them), across every profile route of the host. When a new runtime would go over
+Every live runtime holds its fact log open (``ishiki_host.host.openfiles``) while it is not cooled, so the
+open-files limit bounds the live chats of a process. A cooled runtime has closed its file (``FactLog.park``), but
+its next input opens it again without asking for room, so the budget still counts it: what parking buys is
+headroom for sockets and attachments while chats are idle, not more live runtimes. The budget counts the
+runtimes that hold their files (from the moment one starts to open them until it has closed them), across every
+profile route of the host. When a new runtime would go over
 ``room``, the least recently used idle runtimes are stopped first, a batch at a time (a runtime stopped this
 way respawns from its fact log at its next input: nothing is lost, the next turn only reads its window from
 the file), and the newcomer waits until they have closed their files. Busy runtimes are never stopped for

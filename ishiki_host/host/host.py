@@ -37,6 +37,7 @@ from ishiki_host.commands import builtin_commands
 from ishiki_host.config.host import HttpSettings
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.errors import AgentStopped, ChannelError, ChannelUnavailable, FactLogError, RuntimeStartFailed
+from ishiki_host.gateway.embeddings import GatewayEmbeddings
 from ishiki_host.host.beats import start_heartbeats
 from ishiki_host.host.budget import RuntimeBudget
 from ishiki_host.host.collector import tuned_collector
@@ -120,7 +121,10 @@ class Host:
         self.routes = RouteTable()
         self.directory = ChannelDirectory()
         self.providers = ProviderCache()
-        self.services = HostServices(runtimes=HostRuntimes(self), spawn=self._spawn)
+        # The embeddings models of models.yaml for the memory extension's recall, resolved on the gateway of the
+        # moment (a reload of models.yaml applies to embedders already handed out).
+        embeddings = GatewayEmbeddings(lambda: self.gateways.gateway)
+        self.services = HostServices(runtimes=HostRuntimes(self), spawn=self._spawn, embeddings=embeddings)
         self.memory = HostMemory(self.root, self.clock)
         self._stack = AsyncExitStack()
         self._stop_requested = anyio.Event()

@@ -221,16 +221,16 @@ class ProfileRoute:
         while True:
             await self.host.clock.sleep(interval)
             self.evict_idle()
-            self.cool_idle(interval)
+            await self.cool_idle(interval)
 
-    def cool_idle(self, after: float) -> int:
+    async def cool_idle(self, after: float) -> int:
         """Cool the runtimes idle for ``after`` seconds or more (``AgentRuntime.cool``); returns how many
         entries their logs gave back."""
         dropped = 0
-        for runtime in self._runtimes.values():  # cooling neither adds nor removes runtimes
+        for runtime in list(self._runtimes.values()):  # a runtime may stop while another parks its log
             idle = runtime.idle_for()
             if idle is not None and idle >= after:
-                dropped += runtime.cool()
+                dropped += await runtime.cool()
         return dropped
 
     def evict_idle(self) -> int:

@@ -31,7 +31,7 @@ from ishiki_host.runtime.redaction import Redaction
 if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.messages import Message, ToolCall
     from ishiki_host.core.turns import Step, ToolCallRecord
     from ishiki_host.plugins.runtime_api import TurnView
@@ -72,7 +72,7 @@ class RuntimeHooks(AgentHooks):
         self,
         profile: Profile,
         turn: Callable[[], TurnView],
-        log: FactLog,
+        log: FactLogProtocol,
         outbox: RuntimeOutbox,
         artifacts: ArtifactStore,
         images: ImageResolver,

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ishiki_host.addresses.keys import RuntimeKey
     from ishiki_host.core.agent import Agent
     from ishiki_host.core.clock import Clock
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.turns import Turn
     from ishiki_host.runtime.outbound import Outlets
     from ishiki_host.runtime.parts import HomeLocks
@@ -79,7 +79,7 @@ class Lifecycle:
         self._shutdown_grace = shutdown_grace
         self.state = "new"
         self._agent: Agent | None = None
-        self._log: FactLog | None = None
+        self._log: FactLogProtocol | None = None
         self._tg: TaskGroup | None = None
         self._release: Callable[[], Awaitable[None]] | None = None
         self._stop_requested = anyio.Event()
@@ -103,7 +103,7 @@ class Lifecycle:
         self._usage_in: MemoryObjectSendStream[dict[str, Any]] | None = None
         self._usage_done = anyio.Event()
 
-    def bind_log(self, log: FactLog) -> None:
+    def bind_log(self, log: FactLogProtocol) -> None:
         """The fact log the runtime opened: stopping marks and closes it (whatever fails after this)."""
         self._log = log
 

@@ -217,11 +217,16 @@ class AgentRuntime:
         """Seconds since the last activity, or ``None`` while busy (a turn, a delivery, an armed wait)."""
         return self._lifecycle.idle_for()
 
-    def cool(self) -> int:
+    async def cool(self) -> int:
         """Give back what an idle runtime need not hold: its fact log's cached entries (its next turn reads
-        them from the file). Returns how many entries were dropped; 0 when the log is not open."""
+        them from the file) and the file itself (``FactLog.park``: the next input opens it again). Returns
+        how many entries were dropped; 0 when the log is not open."""
         log = self._started.log if self._started is not None else None
-        return 0 if log is None or log.closed else log.shrink_cache()
+        if log is None or log.closed:
+            return 0
+        dropped = log.shrink_cache()
+        await log.park()
+        return dropped
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start (see the module docstring), report ready, serve until ``stop``; always close cleanly."""

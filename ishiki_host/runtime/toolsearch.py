@@ -27,7 +27,7 @@ from ishiki_host.tools.search_index import ToolIndex
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.tools import ToolContext
 
 __all__ = [
@@ -85,7 +85,7 @@ class ToolCatalog:
         self._newest: int | None = None  # id of the newest catalog entry
         self._pending: list[dict[str, Any]] = []
 
-    async def load(self, log: FactLog) -> None:
+    async def load(self, log: FactLogProtocol) -> None:
         """Restore the state from the newest ``catalog`` entry (once; later calls do nothing)."""
         if self._loaded:
             return
@@ -97,7 +97,7 @@ class ToolCatalog:
         self.discovered = set(_names(newest.data.get("discovered")))
         self.catalogue = frozenset(_names(newest.data.get("catalogue")))
 
-    async def note_catalogue(self, names: Iterable[str], log: FactLog, turn: int | None) -> None:
+    async def note_catalogue(self, names: Iterable[str], log: FactLogProtocol, turn: int | None) -> None:
         """Record the deferrable tools of a turn: an entry when they changed, or a snapshot when the newest
         entry is far back."""
         current = frozenset(names)
@@ -122,13 +122,13 @@ class ToolCatalog:
         """Whether discoveries wait to be written."""
         return bool(self._pending)
 
-    async def flush(self, log: FactLog, turn: int | None) -> None:
+    async def flush(self, log: FactLogProtocol, turn: int | None) -> None:
         """Write the discoveries not written yet (after the step's batch: a step's entries stay together)."""
         pending, self._pending = self._pending, []
         for data in pending:
             self._newest = (await log.append("catalog", data, turn=turn)).id
 
-    async def _append(self, log: FactLog, data: dict[str, Any], turn: int | None) -> None:
+    async def _append(self, log: FactLogProtocol, data: dict[str, Any], turn: int | None) -> None:
         self._newest = (await log.append("catalog", {**data, **self._state()}, turn=turn)).id
 
     def _state(self) -> dict[str, list[str]]:

@@ -51,7 +51,7 @@ from ishiki_host.sessions.transcript import carried_summary
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.model import LanguageModel, Priority, Usage
     from ishiki_host.core.tokens import Estimator
     from ishiki_host.core.tools import TrustLevel
@@ -221,7 +221,7 @@ class SessionManager:
         *,
         runtime_key: str,
         profile: str,
-        log: FactLog,
+        log: FactLogProtocol,
         agent: IdleAgent,
         store: MemoryStore | None = None,
         summarizer: Summarizer | None = None,

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tokens import Estimator
     from ishiki_host.core.tools import TrustLevel
@@ -289,7 +289,7 @@ def _unwrap_summary(text: str) -> str:
 async def remember_turn(
     summarizer: Summarizer,
     store: MemoryStore,
-    log: FactLog,
+    log: FactLogProtocol,
     outcome: TurnOutcome,
     *,
     trust: TrustLevel,

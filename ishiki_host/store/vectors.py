@@ -178,13 +178,16 @@ class VectorMatrix:
         if memory_id < len(self._row_of):
             self._row_of[memory_id] = -1
 
-    def scores(self, ids: Iterable[int], query: Sequence[float]) -> list[tuple[float, int]]:
+    def scores(self, ids: Iterable[int], query: Sequence[float], best: int | None = None) -> list[tuple[float, int]]:
         """``(dot product with query, id)`` for each of ``ids`` that has a vector, highest first (ties: higher
-        id first)."""
-        wanted = np.sort(np.fromiter(ids, dtype=np.int64))[::-1]  # highest id first: the stable sort keeps it
+        id first); only the ``best`` highest when given."""
+        wanted = np.fromiter(ids, dtype=np.int64)
         wanted = wanted[(wanted >= 0) & (wanted < len(self._row_of))]
         rows = self._row_of[wanted]
         wanted, rows = wanted[rows >= 0], rows[rows >= 0]
         dots = self._data[rows] @ np.asarray(query, dtype=np.float32)
-        order = np.argsort(-dots, kind="stable")
+        if best is not None and best < len(dots):
+            top = np.argpartition(-dots, best)[:best]
+            wanted, dots = wanted[top], dots[top]
+        order = np.lexsort((-wanted, -dots))
         return list(zip(dots[order].tolist(), wanted[order].tolist(), strict=True))

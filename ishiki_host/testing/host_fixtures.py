@@ -5,12 +5,22 @@
     under ``tmp_path`` whose ``models.yaml`` points at the ``fake_openai`` server (group ``default``) and
     returns a ``TestHost`` to enter with ``async with``. ``models=`` and ``host=`` replace models.yaml and
     ishiki.yaml; ``files=`` adds files.
+
+``ishiki_processes``
+    ``ishiki_processes(root, *options, env={...})``: an ``IshikiProcess`` (``ishiki run root options``, not
+    started yet) whose environment is this one's without ``PYTHONPATH`` and the ``OPENAI_*`` variables a
+    developer may have set, plus ``env``; every one still running at the end of the test is killed.
+
+``free_port``
+    A loopback port nobody listens on right now (for a subprocess's ``http.listen``).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +28,12 @@ import pytest
 
 from ishiki_host.testing.fake_openai import FakeOpenAIServer
 from ishiki_host.testing.host import MakeHost, TestHost, models_yaml, write_config
+from ishiki_host.testing.process import IshikiProcess
+
+MakeProcess = Callable[..., IshikiProcess]
+"""``ishiki_processes(root, *options, env=None)`` (see the module docstring)."""
+
+_LEFT_OUT = ("PYTHONPATH", "OPENAI_BASE_URL", "OPENAI_MODEL")  # what runs is what is installed, on its own config
 
 
 @pytest.fixture
@@ -40,3 +56,28 @@ def make_host(tmp_path: Path, fake_openai: FakeOpenAIServer) -> MakeHost:
         return TestHost(root, plugins=plugins, **options)
 
     return make
+
+
+@pytest.fixture
+async def ishiki_processes() -> AsyncIterator[MakeProcess]:
+    """A factory of ``IshikiProcess`` killed at the end of the test (see the module docstring)."""
+    started: list[IshikiProcess] = []
+
+    def make(root: str | os.PathLike[str], *options: str, env: Mapping[str, str] | None = None) -> IshikiProcess:
+        environment = {k: v for k, v in os.environ.items() if k not in _LEFT_OUT}
+        process = IshikiProcess(root, *options, env={**environment, **(env or {})})
+        started.append(process)
+        return process
+
+    yield make
+    for process in started:
+        await process.close()
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A loopback port nobody listens on right now (see the module docstring)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

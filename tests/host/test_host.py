@@ -167,7 +167,7 @@ async def test_idle_runtimes_are_evicted_and_respawn_from_their_log(
     assert [e for e in Journal.events if e.endswith(two)] == [f"attach {two}", f"stop {two}", f"dispose {two}"]
 
 
-async def test_a_runtime_idle_for_a_reap_interval_gives_back_its_cached_entries(
+async def test_a_runtime_idle_for_a_reap_interval_gives_back_its_cached_entries_and_its_file(
     make_host: MakeHost, fake_openai: FakeOpenAIServer, fake_clock: FakeClock
 ) -> None:
     echo(fake_openai)
@@ -183,9 +183,11 @@ async def test_a_runtime_idle_for_a_reap_interval_gives_back_its_cached_entries(
         await fake_clock.advance(reap_interval(60))  # one look of the reaper: idle that long, so cooled
         await anyio.wait_all_tasks_blocked()
         assert runtime.context.log.cached == 0
+        assert runtime.context.log.parked  # its file closed too: an idle chat holds no file open
         assert list(route.runtimes.values()) == [runtime]  # cooled, not evicted
         parsed = runtime.context.log.stats.lines_parsed
         await say(bot, "what did I say?", channel_id="private:1")
+        assert not runtime.context.log.parked
         assert "remember 42" in [m["content"] for m in fake_openai.last_request.json["messages"]]
         assert runtime.context.log.stats.lines_parsed > parsed  # the window came from the file...
         parsed = runtime.context.log.stats.lines_parsed

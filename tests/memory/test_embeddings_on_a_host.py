@@ -10,7 +10,6 @@ import anyio
 import pytest
 
 from ishiki_host.core.shared import ServiceKey
-from ishiki_host.gateway.embeddings import GatewayEmbeddings
 from ishiki_host.host.delivery import RuntimeDelivery
 from ishiki_host.memory.embedding import EmbeddingBacklog
 from ishiki_host.memory.retrieval import MEMORY_HEADER
@@ -27,11 +26,6 @@ BACKLOG = ServiceKey("ishiki.memory.embeddings/ana", EmbeddingBacklog)
 def host_with_embeddings(make_host: MakeHost, router: Router, extra: str = EMBEDDINGS) -> TestHost:
     profile = profile_yaml(summarizer=None, extra="session: {summarizer: auto}\n" + extra)
     return make_host(profiles={"ana": profile})
-
-
-def offer_embeddings(th: TestHost) -> None:
-    """What the host's composition root does once it has a gateway (see the report: host wiring)."""
-    th.host.services.embeddings = GatewayEmbeddings(lambda: th.host.gateways.gateway)
 
 
 async def embedded(th: TestHost) -> EmbeddingBacklog:
@@ -66,7 +60,6 @@ async def test_a_paraphrase_is_recalled_in_a_later_turn(
 ) -> None:
     router.memories.append(Reply(json.dumps({"type": "fact", "content": "Maria adopted a puppy named Biscuit."})))
     async with host_with_embeddings(make_host, router) as th:
-        offer_embeddings(th)
         channel = th.channel()
         await exchange(channel, "guess what Biscuit did")
         backlog = await embedded(th)
@@ -91,7 +84,6 @@ async def test_an_embeddings_model_that_is_down_leaves_full_text_recall(
     router.memories.append(Reply(json.dumps({"type": "fact", "content": "Maria adopted a puppy named Biscuit."})))
     fake_openai.embeddings_down(times=100)
     async with host_with_embeddings(make_host, router) as th:
-        offer_embeddings(th)
         channel = th.channel()
         await exchange(channel, "guess what Biscuit did")
         await channel.say("/clear")
@@ -103,8 +95,13 @@ async def test_an_embeddings_model_that_is_down_leaves_full_text_recall(
         assert "is not answering" in status
 
 
-async def test_a_host_without_embeddings_says_so(make_host: MakeHost, router: Router) -> None:
-    async with host_with_embeddings(make_host, router) as th:
+async def test_an_embeddings_model_that_models_yaml_does_not_name_is_said_in_status(
+    make_host: MakeHost, router: Router
+) -> None:
+    unknown = "extends: {memory: {config: {embeddings: 'fake:no-such-model'}}}\n"
+    async with host_with_embeddings(make_host, router, unknown) as th:
         channel = th.channel()
         await channel.say("/status")
-        assert any("this host offers no embeddings models; recall uses full text" in t for t in channel.texts())
+        status = "\n".join(channel.texts())
+        assert "embeddings model 'fake:no-such-model' is unknown" in status
+        assert "recall uses full text" in status

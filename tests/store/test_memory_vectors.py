@@ -164,3 +164,24 @@ WORDS = [
 
 def _draft(text: str) -> MemoryDraft:
     return MemoryDraft("fact", text, "alice", RUNTIME)
+
+
+async def test_the_vectors_held_in_memory_follow_the_writes(store: MemoryStore) -> None:
+    """The first query loads the model's vectors; later puts, re-embeddings, deletions and prunes are seen."""
+    a = await add(store, "Maria adopted a puppy")
+    await embed_all(store)
+    dog = KIT.vector("her dog")
+    assert [h.memory.id for h in await store.vectors.nearest(MODEL, dog, where())] == [a]  # loaded
+    b = await add(store, "Tom walks his hound")
+    await embed_all(store)
+    assert {h.memory.id for h in await store.vectors.nearest(MODEL, dog, where())} == {a, b}
+    await store.vectors.put("alice", "new:model", [(a, KIT.vector("Maria adopted a puppy"))])
+    assert [h.memory.id for h in await store.vectors.nearest(MODEL, dog, where())] == [b]  # a moved on
+    assert await store.memories.delete(b)
+    assert await store.vectors.nearest(MODEL, dog, where()) == []
+    c = await add(store, "a kitten at the door")  # may reuse b's id: it has no vector yet
+    assert await store.vectors.nearest(MODEL, dog, where()) == []
+    await store.vectors.put("alice", MODEL, [(c, KIT.vector("a kitten at the door"))])
+    assert [h.memory.id for h in await store.vectors.nearest(MODEL, KIT.vector("kitty"), where(1))] == [c]
+    assert await store.vectors.prune("alice", "new:model") == 1
+    assert await store.vectors.nearest(MODEL, dog, where()) == []

@@ -4,6 +4,8 @@ It needs the ``postgresql`` extra (psycopg 3 and its pool); nothing of the one-m
 part takes a psycopg ``AsyncConnectionPool`` whose connections are in autocommit mode
 (``kwargs={"autocommit": True}``): each write is one statement, its own transaction, unless a part opens one.
 
+- ``schema``: the fleet's tables, versioned; every part's ``setup`` brings the database to the current version
+  and a newer one is refused with both versions named (``migrate``).
 - ``leases``: who serves a name (a runtime key, a channel account) across the hosts: lease rows with expiry on
   the database's clock and a fencing token that every write under the lease checks (``LeaseBook``).
 - ``keeper``: a host's leases renewed in the background, and let go the moment they may be over (``LeaseKeeper``).
@@ -11,4 +13,6 @@ part takes a psycopg ``AsyncConnectionPool`` whose connections are in autocommit
   (``PgFactLog``).
 - ``inbox``: an event put on any host reaches the host that serves its runtime, by NOTIFY or the poll
   (``Inbox``).
+- ``beats``: heartbeats claimed by one host of the fleet (``FOR UPDATE SKIP LOCKED``), once per slot, under a
+  claim with a fencing token on the database's clock that passes on when its host dies mid-run (``PgBeats``).
 """

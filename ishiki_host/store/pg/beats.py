@@ -14,18 +14,18 @@ after)`` is when ``spec`` fires next after ``after`` (``heartbeat.rules.next_run
 which the store may not import).
 
 Claim, then run. ``claim`` is one transaction: it locks due beats with ``FOR UPDATE SKIP LOCKED`` (a beat another
-host is claiming is passed over, never waited for), moves each one's ``next_run`` to its next slot and records
-its run as ``running``, claimed by this host until ``claim_seconds`` after the database's ``now()``, with a
-fencing token from one sequence. The run holds the slot it was due for (``due_at``), and a unique index on
-``(beat_id, due_at)`` makes a second run for one slot impossible, whatever the schedule or an operator does. The
-beat runs after the commit, outside any transaction, for as long as it takes (``renew`` extends the claim); its
-result is recorded only with the token of the claim (``finish``). A host that dies with a claim loses it when
-``claimed_until`` passes: the next ``claim`` of any host takes the run over with a new token (``attempt`` + 1),
-so the beat is not lost, and the first host, should it wake, records nothing. A run taken ``max_attempts`` times
-and never finished is recorded as failed instead (a beat that kills its host must not kill the fleet). A host
-that dies inside ``claim`` loses nothing: its transaction rolls back, and its connection ends a transaction
-that stops moving after ``claim_seconds`` (``idle_in_transaction_session_timeout``), so a frozen host holds no
-lock for longer.
+host is claiming is passed over, never waited for), moves each one's ``next_run`` to its next slot and records its
+run as ``running``, claimed by this host until ``claim_seconds`` after the database's ``now()``, with a fencing
+token from one sequence. The run holds the slot it was due for (``due_at``), and a unique index on ``(beat_id,
+due_at)`` makes a second run for one slot impossible, whatever the schedule or an operator does. The beat runs
+after the commit, outside any transaction, for as long as it takes (``renew`` extends the claim); its result is
+recorded only with the token of the claim (``finish``; late is fine while nobody took the run over). A host that
+dies with a claim loses it when ``claimed_until`` passes: the next ``claim`` of any host takes the run over with a
+new token (``attempt`` + 1), so the beat is not lost, and the first host, should it wake, records nothing. A run
+taken ``max_attempts`` times and never finished is recorded as failed instead (a beat that kills its host must not
+kill the fleet). A host that dies inside ``claim`` loses nothing: its transaction rolls back, and its connection
+ends a transaction that stops moving for 5 s (``idle_in_transaction_session_timeout``; ``claim_seconds`` when
+shorter), so a frozen host holds the beats it was claiming no longer than that.
 
 So a slot is claimed once, and run once unless its host dies mid-run: then it runs again on another host (at
 least once; what the run writes under the runtime's lease is fenced there). A beat whose stored schedule no
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ishiki_host.errors import IshikiError, StoreError
 from ishiki_host.store.pg.leases import LeaseLost
+from ishiki_host.store.pg.schema import migrate
 from ishiki_host.store.repos.beat_types import Beat, BeatRun, BeatSpec, BeatTarget
 from ishiki_host.store.repos.heartbeats import RUN_OUTCOMES, RunOutcome
 
@@ -48,54 +49,9 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["BEATS_SCHEMA", "BeatClaim", "ClaimLost", "NextRun", "PgBeats"]
+__all__ = ["BeatClaim", "ClaimLost", "NextRun", "PgBeats"]
 
 logger = logging.getLogger(__name__)
-
-BEATS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ishiki_heartbeat (
-    id text PRIMARY KEY CHECK (length(id) > 0),
-    text text NOT NULL CHECK (length(trim(text)) > 0),
-    type text NOT NULL CHECK (type IN ('reminder', 'task')),
-    cron text NOT NULL CHECK (length(trim(cron)) > 0),
-    timezone text,
-    target_profile text,
-    target_sid text,
-    target_channel text,
-    recurring boolean NOT NULL DEFAULT true,
-    managed boolean NOT NULL DEFAULT false,
-    created_by text,
-    last_run double precision,
-    next_run double precision,
-    created_at double precision NOT NULL,
-    updated_at double precision NOT NULL,
-    trust text CHECK (trust IS NULL OR trust IN ('untrusted', 'trusted', 'owner')),
-    paused boolean NOT NULL DEFAULT false,
-    CHECK ((target_profile IS NULL) = (target_sid IS NULL) AND (target_sid IS NULL) = (target_channel IS NULL))
-);
-CREATE INDEX IF NOT EXISTS ishiki_heartbeat_due ON ishiki_heartbeat (next_run) WHERE next_run IS NOT NULL;
-CREATE TABLE IF NOT EXISTS ishiki_heartbeat_runs (
-    id bigserial PRIMARY KEY,
-    beat_id text NOT NULL,
-    started_at double precision NOT NULL,
-    finished_at double precision,
-    outcome text NOT NULL CHECK (outcome IN ('running', 'ok', 'failed', 'skipped')),
-    output text,
-    due_at double precision,
-    claimed_by text,
-    claimed_until timestamptz,
-    token bigint,
-    attempt integer NOT NULL DEFAULT 1,
-    CHECK ((outcome = 'running') = (finished_at IS NULL))
-);
-CREATE UNIQUE INDEX IF NOT EXISTS ishiki_heartbeat_runs_slot ON ishiki_heartbeat_runs (beat_id, due_at, id)
-    WHERE due_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS ishiki_heartbeat_runs_claims ON ishiki_heartbeat_runs (claimed_until)
-    WHERE outcome = 'running';
-CREATE INDEX IF NOT EXISTS ishiki_heartbeat_runs_by_beat ON ishiki_heartbeat_runs (beat_id, started_at);
-CREATE INDEX IF NOT EXISTS ishiki_heartbeat_runs_by_age ON ishiki_heartbeat_runs (started_at);
-CREATE SEQUENCE IF NOT EXISTS ishiki_beat_tokens;
-"""
 
 _COLUMNS = (
     "id, text, type, cron, timezone, target_profile, target_sid, target_channel, recurring, managed, created_by, "
@@ -104,6 +60,7 @@ _COLUMNS = (
 _RUN_COLUMNS = "id, beat_id, started_at, finished_at, outcome, output"
 _CLAIM_COLUMNS = "id, due_at, claimed_by, token, extract(epoch FROM claimed_until)::float8, attempt"
 _NOW = "extract(epoch FROM now())::float8"
+_CLAIM_TRANSACTION_SECONDS = 5.0  # a claim is a few statements: a transaction idle this long, its host froze
 
 _INSERT = f"""
 INSERT INTO ishiki_heartbeat ({_COLUMNS})
@@ -114,19 +71,19 @@ RETURNING {_COLUMNS}
 """
 _DUE = f"""
 SELECT {_COLUMNS} FROM ishiki_heartbeat WHERE next_run <= %(now)s AND NOT paused
-ORDER BY next_run, id LIMIT %(limit)s
+ORDER BY next_run, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
 """
 _RECORD = f"""
 INSERT INTO ishiki_heartbeat_runs (beat_id, started_at, outcome, due_at, claimed_by, claimed_until, token)
 VALUES (%(beat)s, %(now)s, 'running', %(due)s, %(holder)s, now() + %(seconds)s * interval '1 second',
         nextval('ishiki_beat_tokens'))
-ON CONFLICT DO NOTHING
+ON CONFLICT (beat_id, due_at) WHERE due_at IS NOT NULL DO NOTHING
 RETURNING {_CLAIM_COLUMNS}
 """
 _UNSCHEDULABLE = """
 INSERT INTO ishiki_heartbeat_runs (beat_id, started_at, finished_at, outcome, output, due_at)
 VALUES (%(beat)s, %(now)s, %(now)s, 'failed', %(output)s, %(due)s)
-ON CONFLICT DO NOTHING
+ON CONFLICT (beat_id, due_at) WHERE due_at IS NOT NULL DO NOTHING
 """
 _ADVANCE = """
 UPDATE ishiki_heartbeat SET next_run = %(next_run)s, last_run = coalesce(%(last_run)s, last_run),
@@ -224,9 +181,8 @@ class PgBeats:
         self.claim_seconds = claim_seconds
 
     async def setup(self) -> None:
-        """Create the tables, their indexes and the token sequence where they are missing."""
-        async with self.pool.connection() as conn:
-            await conn.execute(BEATS_SCHEMA)
+        """Bring the database to the fleet's schema (``schema.migrate``: the beats' tables among the rest)."""
+        await migrate(self.pool)
 
     async def add(
         self, spec: BeatSpec, *, first_run: float | None = None, managed: bool = False, created_by: str | None = None
@@ -268,7 +224,7 @@ class PgBeats:
         """Runs for this host to do now, in one transaction: the due beats no other host is claiming (each moved
         to its next slot), then runs whose claim expired (taken over); earliest first, ``limit`` of each at most."""
         async with self.pool.connection() as conn, conn.transaction():
-            milliseconds = max(1, round(self.claim_seconds * 1000))
+            milliseconds = max(1, round(min(self.claim_seconds, _CLAIM_TRANSACTION_SECONDS) * 1000))
             await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {milliseconds}")
             now = await _now(conn)
             due = [_beat(row) for row in await (await conn.execute(_DUE, {"now": now, "limit": limit})).fetchall()]
@@ -368,7 +324,7 @@ class PgBeats:
         if row is None:
             raise StoreError(f"no beat run with id {claim.run_id}")
         outcome, holder, token = row
-        if token != claim.token and outcome == "running":
+        if token != claim.token:
             raise ClaimLost(
                 f"beat {claim.beat.id!r}'s run {claim.run_id} was taken over by {holder} (token {token}); "
                 f"{self.holder}'s result (token {claim.token}) is not recorded"

@@ -26,44 +26,38 @@ policy, with PostgreSQL's commit as the fsync:
   its flush covers every commit before it;
 - ``never``: no commit waits.
 
+``open`` and ``close`` make what is there durable with that waiting commit (unless ``never``), as the file log
+fsyncs on both: it is fenced too, so a log whose lease is gone refuses them with ``LeaseLost``.
+
 Reads start from a cache of the newest entries; ``read_back`` runs ``select`` there and, when it reads past the
 cache, fetches older pages newest-first (each twice the size of the last) and runs it again from the start, so
-``select`` must be a pure function of what it sees, as for the file log.
+``select`` must be a pure function of what it sees, as for the file log. As there, what ``select`` read past the
+cache goes into it, which grows to hold the window (up to ``max_cache_bytes`` of the entries' lines);
+``shrink_cache`` gives it back (``generation``, ``on_shrink``). The log satisfies ``FactLogProtocol``
+(``ishiki_host.core.factlog_contract``), and ``tests/store/test_factlog_contract.py`` holds it to that.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import psycopg
 
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.core.entries import Entry
+from ishiki_host.core.factlog import MAX_CACHE_BYTES, FsyncPolicy
 from ishiki_host.core.text import clean_text
 from ishiki_host.errors import FactLogError
 from ishiki_host.jsontypes import Json
 from ishiki_host.store.pg.leases import Lease, LeaseBook, LeaseLost
+from ishiki_host.store.pg.schema import migrate
 
-__all__ = ["FACTS_SCHEMA", "PgFactLog"]
+__all__ = ["PgFactLog"]
 
 T = TypeVar("T")
-FsyncPolicy = Literal["always", "turn", "never"]
-
-FACTS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ishiki_facts (
-    runtime_key text NOT NULL,
-    id bigint NOT NULL,
-    line text NOT NULL,
-    PRIMARY KEY (runtime_key, id)
-);
-CREATE TABLE IF NOT EXISTS ishiki_fact_marks (
-    runtime_key text PRIMARY KEY,
-    durable_id bigint NOT NULL
-);
-"""
 
 _HELD = """
 held AS (
@@ -91,19 +85,33 @@ _FIRST_PAGE = 256
 
 
 class _NeedMore(Exception):
-    """``select`` read past the entries fetched so far."""
+    """``select`` read past the entries fetched so far (``read_back`` fetches more and runs it again)."""
 
 
 class PgFactLog:
     """One runtime's log (see the module docstring); made by ``open``."""
 
-    def __init__(self, book: LeaseBook, lease: Lease, key: str, fsync: FsyncPolicy, clock: Clock, cache_size: int):
+    def __init__(
+        self,
+        book: LeaseBook,
+        lease: Lease,
+        key: str,
+        fsync: FsyncPolicy,
+        clock: Clock,
+        cache_size: int,
+        max_cache_bytes: int = MAX_CACHE_BYTES,
+    ):
         self.book = book
         self.lease = lease
         self.key = key
         self.fsync: FsyncPolicy = fsync
         self._clock = clock
-        self._cache: deque[Entry] = deque(maxlen=cache_size)
+        self._cache: deque[tuple[Entry, int]] = deque()  # the newest entries, oldest first, with their lines' size
+        self._base = cache_size  # the cache's size when no window needs more (and after shrink_cache)
+        self._limit = cache_size  # grows to hold what read_back reads: see _warm
+        self._max_cache_bytes = max_cache_bytes
+        self._generation = 0
+        self._on_shrink: list[Callable[[], None]] = []
         self._last_id = 0
         self._durable_id = 0
         self._lock = anyio.Lock()
@@ -121,21 +129,33 @@ class PgFactLog:
         fsync: FsyncPolicy = "turn",
         clock: Clock | None = None,
         cache_size: int = 256,
+        max_cache_bytes: int = MAX_CACHE_BYTES,
     ) -> PgFactLog:
-        """The log of runtime ``key``, written under ``lease`` (made where missing: ``setup`` first)."""
+        """The log of runtime ``key``, written under ``lease`` (made where missing: ``setup`` first).
+
+        What an earlier writer committed without waiting for the disk is made durable here (unless ``never``),
+        as the file log fsyncs what an earlier writer left; ``LeaseLost`` when ``lease`` is not held.
+        """
         if fsync not in ("always", "turn", "never"):
             raise ValueError(f"fsync policy must be one of always, turn, never; got {fsync!r}")
-        log = cls(book, lease, key, fsync, clock or SystemClock(), cache_size)
+        if cache_size < 0:
+            raise ValueError(f"cache_size must be >= 0; got {cache_size}")
+        if max_cache_bytes < 1:
+            raise ValueError(f"max_cache_bytes must be >= 1; got {max_cache_bytes}")
+        log = cls(book, lease, key, fsync, clock or SystemClock(), cache_size, max_cache_bytes)
         newest = await log._page(before=None, size=max(cache_size, 1))
-        log._last_id = log._durable_id = newest[0].id if newest else 0
+        log._last_id = newest[0][0].id if newest else 0
         log._cache.extend(reversed(newest[:cache_size]))
+        if fsync == "never":
+            log._durable_id = log._last_id
+        else:
+            await log.sync()
         return log
 
     @staticmethod
     async def setup(book: LeaseBook) -> None:
-        """Create the log's tables where they are missing."""
-        async with book.pool.connection() as conn:
-            await conn.execute(FACTS_SCHEMA)
+        """Bring the database to the fleet's schema (``schema.migrate``: the log's tables among the rest)."""
+        await migrate(book.pool)
 
     @property
     def closed(self) -> bool:
@@ -152,8 +172,31 @@ class PgFactLog:
         """The id of the newest entry known to be on the database's disk."""
         return self._durable_id
 
+    @property
+    def generation(self) -> int:
+        """Counts up each time ``shrink_cache`` gave entries back: a reader keeping its own copy of entries drops
+        it and reads again when this differs from what it saw. (No other hand edits the table: nothing else
+        counts it up.)"""
+        return self._generation
+
+    @property
+    def cached(self) -> int:
+        """How many of the newest entries are held in memory."""
+        return len(self._cache)
+
     async def close(self) -> None:
-        """No more appends; followers waiting in ``wait_appended`` return."""
+        """Make what was appended durable (unless ``never``); then no more appends or reads, and followers
+        waiting in ``wait_appended`` return. Idempotent; closed even when that last commit fails (raised after)."""
+        with anyio.CancelScope(shield=True):
+            async with self._lock:
+                if self._closed:
+                    return
+                try:
+                    await self.sync()
+                finally:
+                    self._shut()
+
+    def _shut(self) -> None:
         self._closed = True
         self._wake_followers()
 
@@ -179,13 +222,13 @@ class PgFactLog:
             params = self._params(commit="on" if durable else "off")
             params.update(ids=[e.id for e in entries], lines=lines)
             if await self._write(_INSERT, params, "append to") != len(entries):
-                await self.close()  # another host serves the runtime now: nothing more is written here
+                self._shut()  # another host serves the runtime now: nothing more is written here
                 raise LeaseLost(f"the lease on {self.lease.name!r} (token {self.lease.token}) is no longer "
                                 f"{self.lease.holder}'s: nothing of {self.key} was written")  # fmt: skip
             self._last_id = entries[-1].id
             if durable:
                 self._durable_id = self._last_id
-            self._cache.extend(entries)
+            self._remember(entries, lines)
             self._wake_followers()
         return entries
 
@@ -202,17 +245,25 @@ class PgFactLog:
             lines.append(line)
         return entries, lines
 
+    def _remember(self, entries: list[Entry], lines: list[str]) -> None:
+        if not self._limit:
+            return
+        for entry, line in zip(entries, lines, strict=True):
+            self._cache.append((entry, len(line.encode())))
+        while len(self._cache) > self._limit:
+            self._cache.popleft()
+
     async def sync(self, *, upto: int | None = None) -> None:
         """Make every entry appended so far durable (``upto``: return once those up to that id are); concurrent
-        callers share one waiting commit."""
-        if self.fsync == "never":
+        callers share one waiting commit. A no-op under ``never`` and once closed."""
+        if self.fsync == "never" or self._closed:
             return
         async with self._sync_lock:
             target = self._last_id
-            if self._durable_id >= (target if upto is None else min(upto, target)):
+            if self._closed or self._durable_id >= (target if upto is None else min(upto, target)):
                 return
             if await self._write(_MARK, {**self._params(commit="on"), "upto": target}, "make durable") != 1:
-                await self.close()
+                self._shut()
                 raise LeaseLost(f"the lease on {self.lease.name!r} is no longer {self.lease.holder}'s")
             self._durable_id = max(self._durable_id, target)
 
@@ -233,6 +284,52 @@ class PgFactLog:
         if self._closed:
             raise FactLogError(f"fact log of {self.key} is closed")
 
+    # -- the cache -------------------------------------------------------------------------------------
+
+    def shrink_cache(self, keep: int = 0) -> int:
+        """Forget all but the newest ``keep`` cached entries; returns how many were dropped. Reads stay correct
+        (what is no longer cached is fetched again); the ``on_shrink`` callbacks are called, as ``FactLog``'s."""
+        if keep < 0:
+            raise ValueError(f"keep must be >= 0; got {keep}")
+        dropped = 0
+        while len(self._cache) > keep:
+            self._cache.popleft()
+            dropped += 1
+        if dropped:
+            self._generation += 1  # readers keeping their own copy read again
+        self._limit = max(self._base, keep)
+        for callback in self._on_shrink:
+            callback()
+        return dropped
+
+    def on_shrink(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` each time ``shrink_cache`` runs (an idle runtime cooling)."""
+        self._on_shrink.append(callback)
+
+    async def park(self) -> bool:
+        """Nothing to give back: the log holds a pooled connection only while it reads or writes."""
+        return False
+
+    def _warm(self, older: list[tuple[Entry, int]], generation: int) -> None:
+        """Put entries fetched past the cache (newest first) into it, if they still join its oldest end (nothing
+        shrank it meanwhile), growing it to hold them within ``max_cache_bytes``, with room for ``cache_size``
+        more, as ``FactLog`` does."""
+        if self._generation != generation or self._closed or not older or not self._base:
+            return
+        joins = self._cache[0][0].id if self._cache else self._last_id + 1
+        if older[0][0].id + 1 != joins:
+            return
+        held = sum(size for _, size in self._cache)
+        taken = 0
+        for entry, size in older:
+            held += size
+            if held > self._max_cache_bytes:
+                break
+            self._cache.appendleft((entry, size))
+            taken += 1
+        if taken:
+            self._limit = max(self._limit, len(self._cache) + self._base)
+
     # -- reading ---------------------------------------------------------------------------------------
 
     async def wait_appended(self, after_id: int) -> None:
@@ -248,36 +345,52 @@ class PgFactLog:
             self._appended = None
 
     def tail(self, n: int) -> list[Entry]:
-        """The last ``n`` entries the cache holds (at most its size), oldest first."""
-        return list(self._cache)[-n:] if n > 0 else []
+        """The last ``n`` entries the cache holds (at most ``cached``), oldest first; ``read_back`` reads further."""
+        return [entry for entry, _ in self._cache][-n:] if n > 0 else []
 
     async def read_back(self, select: Callable[[Iterator[Entry]], T]) -> T:
         """Run ``select`` over the entries newest first and return its result (see the module docstring)."""
         self._check_open()
-        fetched: list[Entry] = list(reversed(self._cache))
-        complete = self._last_id == 0 or (bool(fetched) and fetched[-1].id <= 1)
-        size = _FIRST_PAGE
-        while True:
-            try:
-                return select(_newest_first(fetched, complete))
-            except _NeedMore:
-                page = await self._page(before=fetched[-1].id if fetched else None, size=size)
-                fetched.extend(page)
-                complete = len(page) < size or (bool(fetched) and fetched[-1].id <= 1)
-                size *= 2
+        cached = [entry for entry, _ in reversed(self._cache)]
+        generation, below = self._generation, self._last_id + 1  # the table is read under the newest id fetched
+        complete = (cached[-1].id if cached else below) <= 1
+        older: list[tuple[Entry, int]] = []
+        size, read = _FIRST_PAGE, 0
 
-    async def _page(self, *, before: int | None, size: int) -> list[Entry]:
-        """Up to ``size`` entries with ids below ``before`` (all: ``None``), newest first."""
+        def newest_first(fetched: list[Entry], complete: bool) -> Iterator[Entry]:
+            nonlocal read
+            for entry in fetched:
+                read += 1
+                yield entry
+            if not complete:
+                raise _NeedMore
+
+        while True:
+            fetched, read = cached + [entry for entry, _ in older], 0
+            try:
+                result = select(newest_first(fetched, complete))
+            except _NeedMore:
+                page = await self._page(before=fetched[-1].id if fetched else below, size=size)
+                older.extend(page)
+                complete = len(page) < size or page[-1][0].id <= 1
+                size *= 2
+                continue
+            self._warm(older[: max(read - len(cached), 0)], generation)  # what select read past the cache
+            return result
+
+    async def _page(self, *, before: int | None, size: int) -> list[tuple[Entry, int]]:
+        """Up to ``size`` entries with ids below ``before`` (all: ``None``), newest first, with their lines' size."""
         try:
             async with self.book.pool.connection() as conn:
                 cursor = await conn.execute(_PAGE, (self.key, before if before is not None else 2**62, size))
                 rows = await cursor.fetchall()
         except psycopg.Error as exc:
             raise FactLogError(f"cannot read the fact log of {self.key}: {exc}") from exc
-        return [Entry.from_json(line) for _, line in rows]
+        return [(Entry.from_json(line), len(line.encode())) for _, line in rows]
 
 
-def _newest_first(fetched: list[Entry], complete: bool) -> Iterator[Entry]:
-    yield from fetched
-    if not complete:
-        raise _NeedMore
+if TYPE_CHECKING:
+    from ishiki_host.core.factlog_contract import FactLogProtocol
+
+    def _holds_to_the_contract(log: PgFactLog) -> FactLogProtocol:  # mypy checks PgFactLog against it here
+        return log

@@ -33,22 +33,13 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from ishiki_host.store.pg.leases import Lease
+from ishiki_host.store.pg.schema import migrate
 
-__all__ = ["CHANNEL", "INBOX_SCHEMA", "Inbox", "InboxItem"]
+__all__ = ["CHANNEL", "Inbox", "InboxItem"]
 
 logger = logging.getLogger(__name__)
 
 CHANNEL = "ishiki_inbox"
-INBOX_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ishiki_inbox (
-    seq bigserial PRIMARY KEY,
-    runtime_key text NOT NULL,
-    body text NOT NULL,
-    taken_token bigint
-);
-CREATE INDEX IF NOT EXISTS ishiki_inbox_waiting ON ishiki_inbox (runtime_key, seq) WHERE taken_token IS NULL;
-"""
-
 _PUT = """
 WITH stored AS (INSERT INTO ishiki_inbox (runtime_key, body) VALUES (%(key)s, %(body)s) RETURNING seq)
 SELECT seq, pg_notify('ishiki_inbox', %(key)s) FROM stored
@@ -85,9 +76,8 @@ class Inbox:
         self.poll_seconds = poll_seconds
 
     async def setup(self) -> None:
-        """Create the table where it is missing."""
-        async with self.pool.connection() as conn:
-            await conn.execute(INBOX_SCHEMA)
+        """Bring the database to the fleet's schema (``schema.migrate``: the inbox's table among the rest)."""
+        await migrate(self.pool)
 
     async def put(self, key: str, body: str) -> int:
         """Store ``body`` for runtime ``key`` (durable when this returns) and notify its owner; its ``seq``."""

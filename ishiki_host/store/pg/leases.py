@@ -28,22 +28,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ishiki_host.errors import StoreError
+from ishiki_host.store.pg.schema import migrate
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["Lease", "LeaseBook", "LeaseLost"]
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS ishiki_leases (
-    name text PRIMARY KEY,
-    holder text NOT NULL,
-    token bigint NOT NULL,
-    expires_at timestamptz NOT NULL
-);
-CREATE SEQUENCE IF NOT EXISTS ishiki_lease_tokens;
-"""
 
 _ACQUIRE = """
 INSERT INTO ishiki_leases AS held (name, holder, token, expires_at)
@@ -104,9 +95,8 @@ class LeaseBook:
         self.seconds = seconds
 
     async def setup(self) -> None:
-        """Create the table and the token sequence where they are missing."""
-        async with self.pool.connection() as conn:
-            await conn.execute(SCHEMA)
+        """Bring the database to the fleet's schema (``schema.migrate``: the leases' table among the rest)."""
+        await migrate(self.pool)
 
     async def acquire(self, name: str) -> Lease | None:
         """The lease on ``name`` for this host: granted when nobody holds it or its lease expired, renewed (same

@@ -3,14 +3,14 @@
 BM25 costs time per matching row, and a chat message always holds a few words found in most rows ("the",
 "you"): scored naively, a search over 100,000 memories ranks nearly all of them. So the words are first
 counted, each count stopping past ``CANDIDATE_BUDGET`` (a common word costs no more than a rare one), and the
-query keeps the rarest words while the rows they match stay within the budget, always keeping at least the
-rarest one. The words dropped are the commonest, whose inverse document frequency, hence their weight in
-BM25, is the smallest: rows matching only those would rank last anyway. When even the rarest word matches
-more than the budget (every word of the query is common), only its newest ``CANDIDATE_BUDGET`` matches are
-ranked, a window widened fourfold while it yields fewer rows than asked that pass the filter, up to the
-whole table: the cost stays that of the budget, whatever the size of the table. Scores are compared at
-``SCORE_PRECISION`` decimals so float noise between equally relevant rows (tiny IDFs in a small table,
-slightly different lengths) does not hide the recency tie-break.
+query keeps the rarest words while the rows they match stay within the budget, always keeping at least one
+(when every count stopped, the word rarest among the newest rows). The words dropped are the commonest, whose inverse
+document frequency, hence their weight in BM25, is the smallest: rows matching only those would rank last
+anyway. When even the word kept matches more than the budget (every word of the query is common), only its
+newest ``CANDIDATE_BUDGET`` matches are ranked, a window widened fourfold while fewer rows than asked pass
+the filter, up to the whole table; BM25 still counts that word's rows once for its weight (FTS5, in C).
+Scores are compared at ``SCORE_PRECISION`` decimals so float noise between equally relevant rows (tiny IDFs
+in a small table, slightly different lengths) does not hide the recency tie-break.
 
 ``SearchFilter.pending_reminders_only`` keeps a ``reminder`` only while its beat (``reminder_beat_id``) is in
 the heartbeat table with a next run: a reminder still to come, not one already given or never scheduled.
@@ -34,6 +34,7 @@ __all__ = ["CANDIDATE_BUDGET", "SCORE_PRECISION", "SearchFilter", "choose_terms"
 
 CANDIDATE_BUDGET = 200
 SCORE_PRECISION = 4
+_SAMPLE = 8  # when every word is over the budget, the rarest is judged on the newest _SAMPLE x budget rows
 _PENDING = (
     "(? = 0 OR m.type != 'reminder' OR EXISTS "
     "(SELECT 1 FROM heartbeat AS h WHERE h.id = ? || m.id AND h.next_run IS NOT NULL))"
@@ -55,13 +56,18 @@ class SearchFilter:
 
 
 def choose_terms(conn: sqlite3.Connection, terms: list[str], budget: int = CANDIDATE_BUDGET) -> list[str]:
-    """The rarest of ``terms`` whose matching rows fit ``budget`` (at least one, if any matches at all)."""
+    """The rarest of ``terms`` whose matching rows fit ``budget`` (at least one, if any matches at all: see the
+    module docstring)."""
     return [term for term, _ in _chosen(conn, terms, budget)]
 
 
 def _chosen(conn: sqlite3.Connection, terms: list[str], budget: int) -> list[tuple[str, int]]:
     """``choose_terms`` with each term's count (a count above ``budget`` is ``budget + 1``)."""
     counted = sorted((_rows_matching(conn, term, budget + 1), position, term) for position, term in enumerate(terms))
+    if counted and counted[0][0] > budget:  # every word over the budget: the rarest among the newest rows
+        since = _newest_rowid(conn) - _SAMPLE * budget
+        _, _, rarest = min((_rows_matching(conn, term, -1, since), position, term) for _, position, term in counted)
+        return [(rarest, budget + 1)]
     kept: list[tuple[str, int]] = []
     total = 0
     for count, _, term in counted:
@@ -74,10 +80,14 @@ def _chosen(conn: sqlite3.Connection, terms: list[str], budget: int) -> list[tup
     return kept
 
 
-def _rows_matching(conn: sqlite3.Connection, term: str, cap: int) -> int:
-    """How many rows match ``term``, counted up to ``cap``."""
-    query = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
-    return int(conn.execute(query, (quote_terms([term]), cap)).fetchone()[0])
+def _rows_matching(conn: sqlite3.Connection, term: str, cap: int, since: int = 0) -> int:
+    """How many rows above rowid ``since`` match ``term``, counted up to ``cap`` (-1: all)."""
+    query = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? AND rowid > ? LIMIT ?)"
+    return int(conn.execute(query, (quote_terms([term]), since, cap)).fetchone()[0])
+
+
+def _newest_rowid(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
 
 
 def filter_clause(where: SearchFilter) -> tuple[str, tuple[object, ...]]:

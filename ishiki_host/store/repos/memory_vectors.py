@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["MemoryVectorIndex", "MemoryVectorsRepo", "PendingMemory", "VectorCounts", "VectorHit"]
 
 _PER_BAND = 2  # a probe reads at most this many times its target of rows, however skewed the signatures
+_BEST = 8  # candidates ordered first, times the limit: the rest only when the filter leaves too few of them
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,8 +173,12 @@ class MemoryVectorsRepo:
                     f"the query embedding from {model} has {len(query)} dimensions, its memories' have {expected}"
                 )
             ids = _candidates(conn, model, where.profile, query, prefix_bits(rows))
-            scored = self._matrix(conn, model, where.profile, expected).scores(ids, query)
-            return _readable(conn, model, scored, where)
+            matrix = self._matrix(conn, model, where.profile, expected)
+            best = _BEST * where.limit
+            hits = _readable(conn, model, matrix.scores(ids, query, best), where)
+            if len(hits) < where.limit and len(ids) > best:  # the filter left too few of the best: all of them
+                hits = _readable(conn, model, matrix.scores(ids, query), where)
+            return hits
 
         return await self._db.read(run)
 
@@ -316,7 +321,7 @@ def _readable(
             (*chunk, *params, model),
         )
         hits += [VectorHit(memory, similarity[memory.id]) for memory in map(Memory.from_row, rows)]
-        start, step = start + step, 2 * step
+        start, step = start + step, min(2 * step, 500)  # 500: well within SQLite's parameter limit
     hits.sort(key=lambda hit: (-hit.similarity, -hit.memory.created_at, -hit.memory.id))
     return hits[: where.limit]
 

@@ -76,22 +76,12 @@ def bot_host(bot_config, telegram_server, fake_clock):
 
 
 @pytest.fixture
-async def ishiki(telegram_server):
+def ishiki(telegram_server, ishiki_processes):
     """``await ishiki(root, *options, token=...).start()``: an ``IshikiProcess`` (``ishiki run root options``) with
-    ``TELEGRAM_BOT_TOKEN`` set (the fake's token unless given); every process still running at the end is killed."""
-    import os
-
-    from ishiki_host.testing import IshikiProcess
-
-    started = []
+    ``TELEGRAM_BOT_TOKEN`` set (the fake's token unless given); the test kit's ``ishiki_processes`` kills every
+    process still running at the end."""
 
     def make(root, *options, token=None):
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPENAI_BASE_URL", "OPENAI_MODEL")}
-        env["TELEGRAM_BOT_TOKEN"] = token or telegram_server.token
-        process = IshikiProcess(root, *options, env=env)
-        started.append(process)
-        return process
+        return ishiki_processes(root, *options, env={"TELEGRAM_BOT_TOKEN": token or telegram_server.token})
 
-    yield make
-    for process in started:
-        await process.close()
+    return make

@@ -97,31 +97,7 @@ def wa_host(wa_config, wa_env, fake_clock):
 
 
 @pytest.fixture
-async def ishiki(wa_env):
-    """``await ishiki(root).start()``: an ``IshikiProcess`` with the account's secrets in its environment; every
-    process still running at the end is killed."""
-    import os
-
-    from ishiki_host.testing import IshikiProcess
-
-    started = []
-
-    def make(root):
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPENAI_BASE_URL", "OPENAI_MODEL")}
-        process = IshikiProcess(root, env={**env, **wa_env})
-        started.append(process)
-        return process
-
-    yield make
-    for process in started:
-        await process.close()
-
-
-@pytest.fixture
-def free_port():
-    """A loopback port nobody listens on right now (for a subprocess's ``http.listen``)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def ishiki(wa_env, ishiki_processes):
+    """``await ishiki(root).start()``: an ``IshikiProcess`` with the account's secrets in its environment (the test
+    kit's ``ishiki_processes``: every process still running at the end is killed)."""
+    return lambda root: ishiki_processes(root, env=wa_env)

@@ -67,6 +67,7 @@ async def test_a_due_beat_is_claimed_once_and_moves_to_its_next_slot(pg_pool: As
     stored = await a.get("news")
     assert stored is not None
     assert stored.next_run == next_run(stored.spec, after=stored.last_run or 0)
+    assert stored.next_run is not None
     assert stored.next_run > due + 60  # the next slot, after the claim
     [running] = await a.runs("news")
     assert (running.id, running.outcome, running.finished_at) == (claim.run_id, "running", None)
@@ -147,6 +148,8 @@ async def test_an_expired_claim_passes_on_and_its_old_holder_records_nothing(
     assert renewed.token == new.token
     assert renewed.claimed_until >= new.claimed_until
     await b.finish(renewed, "ok", "host-b's output")
+    with pytest.raises(ClaimLost, match=r"taken over by host-b"):  # still not host-a's, finished or not
+        await a.finish(old, "failed")
     assert [(run.outcome, run.output) for run in await a.runs("news")] == [("ok", "host-b's output")]
 
 
@@ -177,7 +180,8 @@ async def test_a_claimer_that_dies_inside_its_transaction_loses_nothing(
     dying = await psycopg.AsyncConnection.connect(postgres_url)  # host-a, in the middle of its claim
     try:
         await dying.execute("SELECT id FROM ishiki_heartbeat WHERE id = 'held' FOR UPDATE")
-        assert [claim.beat.id for claim in await beats.claim()] == ["free"]  # passed over, not waited for
+        with anyio.fail_after(10):  # passed over, not waited for
+            assert [claim.beat.id for claim in await beats.claim()] == ["free"]
         async with pg_pool.connection() as conn:
             await conn.execute("SELECT pg_terminate_backend(%s)", (dying.info.backend_pid,))  # host-a dies
         [claim] = await until_claimed(beats)

@@ -1,5 +1,5 @@
-"""A real PostgreSQL for the store's PostgreSQL side: one throwaway server for the session (started the first time a
-test asks for it), a fresh database for each test."""
+"""A real PostgreSQL for the store's PostgreSQL side (``pg/``, and the contract suites run against both stores): one
+throwaway server for the session (started the first time a test asks for it), a fresh database for each test."""
 
 from __future__ import annotations
 
