@@ -1,7 +1,8 @@
 """The process's open-files limit: raised to the hard limit at start, and how many runtimes fit under it.
 
 A runtime holds one file while it lives: its fact log (``FactLog`` keeps the file open, and its exclusive lock
-with it, until the runtime stops). Everything else a host opens is shared (the memory database and its WAL,
+with it, until the runtime stops or cools: a cooled runtime's log is parked, its file closed until its next
+input). Everything else a host opens is shared (the memory database and its WAL,
 the data directory's lock) or comes and goes (model and channel sockets, an asset being read). At the usual
 soft limit of 1,024 a host therefore ran out of descriptors near its 950th live chat. ``raise_open_files_limit``
 lifts the soft limit to the hard one (a ``Host`` does as it starts, so ``ishiki run`` and each of its workers

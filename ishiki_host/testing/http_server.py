@@ -91,13 +91,15 @@ class LoopbackServer:
     """Serves ``handler`` on ``127.0.0.1:<ephemeral port>`` from a background thread; a context manager.
 
     ``requests`` are the requests received; ``in_flight`` counts those being answered, ``most_in_flight`` is the
-    most there were at once (a test of a concurrency limit reads it)."""
+    most there were at once (a test of a concurrency limit reads it); ``connections`` counts the connections
+    accepted (a test of connection reuse reads it)."""
 
     def __init__(self, handler: Handler):
         self.handler = handler
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.most_in_flight = 0
+        self.connections = 0
         self.port = 0
         self._state = _State()
         self._ready = threading.Event()
@@ -164,6 +166,7 @@ class LoopbackServer:
         task = asyncio.current_task()
         assert task is not None
         self._state.tasks.add(task)
+        self.connections += 1
         try:
             while await self._exchange(reader, writer):
                 pass

@@ -205,3 +205,14 @@ async def test_error_event_mid_stream(fake_anthropic: FakeAnthropicServer, http:
     assert (
         await fails(collect(client(fake_anthropic, http), ModelRequest((Message.user("x"),))))
     ).kind == "unavailable"
+
+
+async def test_a_finished_stream_leaves_its_connection_open(
+    fake_anthropic: FakeAnthropicServer, http: httpx.AsyncClient
+) -> None:
+    c = client(fake_anthropic, http)
+    for text in ("one", "two", "three"):
+        fake_anthropic.reply(text)
+        events = await collect(c, ModelRequest((Message.user("x"),)))
+        assert events[-1].result.text == text  # type: ignore[attr-defined]
+    assert fake_anthropic.connections == 1  # the body after message_stop was read, so the connection was kept

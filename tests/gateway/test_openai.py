@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+import anyio
 import httpx
 import pytest
 
@@ -250,3 +251,38 @@ async def test_content_parts_and_null_content(fake_openai: FakeOpenAIServer, htt
     )
     result = await client(fake_openai, http).generate(TEXT, ask())
     assert (result.text, result.finish_reason) == ("", "other")
+
+
+async def test_a_finished_stream_leaves_its_connection_open(
+    fake_openai: FakeOpenAIServer, http: httpx.AsyncClient
+) -> None:
+    c = client(fake_openai, http)
+    for text in ("one", "two", "three"):
+        fake_openai.reply(text)
+        events = await collect(c, ask())
+        assert events[-1].result.text == text  # type: ignore[attr-defined]
+    assert fake_openai.connections == 1  # the body after [DONE] was read, so the connection was kept
+
+
+async def test_a_body_still_open_after_done_is_given_up(
+    fake_openai: FakeOpenAIServer, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from ishiki_host.gateway.providers import _http
+    from ishiki_host.testing import Response
+
+    monkeypatch.setattr(_http, "FINISH_SECONDS", 0.05)
+    chunk = b'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
+    held = threading.Event()
+    stream = (("content-type", "text/event-stream"),)
+    fake_openai.push(Response(200, stream, chunks=[chunk, b"data: [DONE]\n\n", b": more\n\n"], gate=held))
+    try:
+        with anyio.fail_after(30):  # a cap as a last resort: without the give-up it waits for the held chunk
+            events = await collect(client(fake_openai, http), ask())
+    finally:
+        held.set()
+    assert events[-1].result.text == "ok"  # type: ignore[attr-defined]
+    fake_openai.push(Response(200, stream, chunks=[chunk, b"data: [DONE]\n\n"], cut=True))
+    events = await collect(client(fake_openai, http), ask())
+    assert events[-1].result.text == "ok"  # type: ignore[attr-defined]  # the cut after [DONE] is ignored

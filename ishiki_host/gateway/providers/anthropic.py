@@ -34,7 +34,7 @@ from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.gateway.assemble import StreamAssembler
 from ishiki_host.gateway.classify import malformed, stream_cut
 from ishiki_host.gateway.providers._body import MessagesJSON, ToolsJSON, json_body
-from ishiki_host.gateway.providers._http import join_url, parse_event_json, post_json, post_sse
+from ishiki_host.gateway.providers._http import finish_stream, join_url, parse_event_json, post_json, post_sse
 
 __all__ = ["AnthropicMessagesAPI", "AnthropicMessagesClient", "encode_body", "encode_request"]
 
@@ -234,7 +234,8 @@ class AnthropicMessagesClient:
         tool_index: dict[int, int] = {}  # content-block index -> tool-call ordinal
         done = False
         body = encode_body(model, request, stream=True)
-        async for event in post_sse(self.http, self.url, body, self.headers, name):
+        events = post_sse(self.http, self.url, body, self.headers, name)
+        async for event in events:
             data = parse_event_json(event, name)
             kind = data.get("type", event.event)
             if kind == "message_stop":
@@ -242,6 +243,7 @@ class AnthropicMessagesClient:
                 break
             for delta in _deltas(kind, data, assembler, tool_index):
                 yield delta
+        await finish_stream(events)
         if not done:
             raise stream_cut(name)
         yield StreamDone(assembler.result())

@@ -34,7 +34,7 @@ from ishiki_host.gateway.api import ModelAPI
 from ishiki_host.gateway.assemble import StreamAssembler
 from ishiki_host.gateway.classify import malformed, stream_cut
 from ishiki_host.gateway.providers._body import MessagesJSON, ToolsJSON, json_body
-from ishiki_host.gateway.providers._http import join_url, parse_event_json, post_json, post_sse
+from ishiki_host.gateway.providers._http import finish_stream, join_url, parse_event_json, post_json, post_sse
 
 __all__ = ["OpenAICompletionsAPI", "OpenAICompletionsClient", "encode_body", "encode_request", "parse_embeddings"]
 
@@ -241,13 +241,15 @@ class OpenAICompletionsClient:
         body = encode_body(model, request, stream=True, options=self.provider.options)
         assembler = StreamAssembler(name, request, self.estimator)
         done = False
-        async for event in post_sse(self.http, self.url, body, self.headers, name):
+        events = post_sse(self.http, self.url, body, self.headers, name)
+        async for event in events:
             if event.data.strip() == "[DONE]":
                 done = True
                 break
             chunk = parse_event_json(event, name)
             for delta in self._deltas(chunk, assembler):
                 yield delta
+        await finish_stream(events)
         if not done and assembler.finish_reason is None:
             raise stream_cut(name)
         yield StreamDone(assembler.result())

@@ -3,7 +3,8 @@
 Every answer is Telegram's envelope ``{"ok", "result" | "error_code", "description", "parameters"}``; ``call``
 returns ``result`` or raises the ``TelegramError`` subclass for the status (see ``errors``). httpx exceptions
 never escape. The token sits in every URL, so it is scrubbed from every message this module builds, and a
-filter on the ``httpx`` logger scrubs it from httpx's own request log lines.
+filter on the ``httpx`` logger scrubs it from httpx's own request log lines. Each method's URL is parsed once
+(httpx parses a string URL again on every request).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class BotAPI:
         self._token = token
         self._base = f"{api_base.rstrip('/')}/bot{token}/"
         self._files = f"{api_base.rstrip('/')}/file/bot{token}/"
+        self._urls: dict[str, httpx.URL] = {}
         self._owned = client is None
         self._client = client or httpx.AsyncClient(timeout=_DEFAULT_TIMEOUT, trust_env=False)
 
@@ -100,10 +102,16 @@ class BotAPI:
         else:
             kwargs["json"] = {key: value for key, value in (params or {}).items() if value is not None}
         try:
-            response = await self._client.post(self._base + method, **kwargs)
+            response = await self._client.post(self._url(method), **kwargs)
         except httpx.HTTPError as exc:
             raise self._network_error(method, exc) from None
         return self._result(method, response)
+
+    def _url(self, method: str) -> httpx.URL:
+        url = self._urls.get(method)
+        if url is None:
+            url = self._urls[method] = httpx.URL(self._base + method)
+        return url
 
     async def get_me(self) -> dict[str, Any]:
         """The bot's own user object (id, username...)."""
