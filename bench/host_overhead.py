@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import random
 import statistics
 import sys
@@ -89,22 +90,23 @@ async def embedded(root: Path) -> None:
             await anyio.sleep(0.2)  # (a bench: the backlog has no event to wait on from outside)
 
 
-def turner(th: TestHost) -> Turn:
+async def timed_turn(th: TestHost, channel: int) -> float:
     """One turn in chat ``channel`` of ``th``: the seconds from dispatch to the reply on the channel (the turn
     settled after, outside the time)."""
     bot = th.channel()
+    count = len(bot.sent)
+    start = time.perf_counter()
+    await bot.say("hello", channel_id=f"private:{channel}")
+    await bot.wait_sent(count + 1)
+    elapsed = time.perf_counter() - start
+    runtime = await th.host.runtime_for("ana", "fake:bot", f"private:{channel}")
+    await runtime.settled()
+    return elapsed
 
-    async def turn(channel: int) -> float:
-        count = len(bot.sent)
-        start = time.perf_counter()
-        await bot.say("hello", channel_id=f"private:{channel}")
-        await bot.wait_sent(count + 1)
-        elapsed = time.perf_counter() - start
-        runtime = await th.host.runtime_for("ana", "fake:bot", f"private:{channel}")
-        await runtime.settled()
-        return elapsed
 
-    return turn
+def turner(th: TestHost) -> Turn:
+    """``timed_turn`` on ``th``."""
+    return functools.partial(timed_turn, th)
 
 
 async def measure_host(bench: Bench, base_url: str, base: Path) -> None:

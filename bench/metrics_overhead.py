@@ -31,6 +31,7 @@ import httpx
 from _fake_server import fake_model_process, models_yaml
 from _report import Bench, add_memory_dir_option, run
 from host_overhead import CHANNELS, CurrentTurnContext
+from host_overhead import timed_turn as turn
 
 from ishiki_host.core.clock import SystemClock
 from ishiki_host.testing.host import TestHost, host_yaml, profile_yaml, write_config
@@ -43,19 +44,6 @@ def config_dir(base: Path, name: str, base_url: str, metrics: bool) -> Path:
     http = f"http: {{listen: '127.0.0.1:0', metrics: {str(metrics).lower()}}}\n"
     host = host_yaml(extra=f"fsync: turn\nruntime_idle_seconds: 3600\n{http}")
     return write_config(base / name, profiles={"ana": profile}, models=models_yaml(base_url, 64), host=host)
-
-
-async def turn(th: TestHost, channel: int) -> float:
-    """Seconds from one message's dispatch to its reply, then until the runtime has settled."""
-    bot = th.channel()
-    count = len(bot.sent)
-    start = time.perf_counter()
-    await bot.say("hello", channel_id=f"private:{channel}")
-    await bot.wait_sent(count + 1)
-    elapsed = time.perf_counter() - start
-    runtime = await th.host.runtime_for("ana", "fake:bot", f"private:{channel}")
-    await runtime.settled()
-    return elapsed
 
 
 async def measure_turns(bench: Bench, on: TestHost, off: TestHost) -> None:

@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from ishiki_host.config.yamlio import YamlDocument
     from ishiki_host.errors import ConfigError
 
-__all__ = ["compiled", "did_you_mean", "schema_errors", "schema_problems", "with_defaults"]
+__all__ = [
+    "compiled",
+    "did_you_mean",
+    "known_valid",
+    "remember_valid",
+    "schema_errors",
+    "schema_problems",
+    "with_defaults",
+]
 
 _HIDDEN = "<hidden>"
 _SECRET = re.compile(r"(key|token|secret|password|passwd|authorization|credentials?)$", re.IGNORECASE)
@@ -112,8 +120,7 @@ def schema_errors(
 
     ``prefix`` is where ``data`` sits in ``doc`` (a plugin's block inside a profile).
     """
-    key = _memo_key(validator, data)
-    if key is not None and key in _VALID:
+    if known_valid(validator, data):
         return []
     found: list[ConfigError] = []
     for err in validator.iter_errors(data):
@@ -121,9 +128,23 @@ def schema_errors(
             full = (*prefix, *path)
             found.append(error(message, file=doc.file, line=doc.line(full), path=format_path(full)))
     found.sort(key=lambda e: (e.line or 0, e.path))
-    if key is not None and not found and len(_VALID) < _VALID_MAX:
-        _VALID[key] = validator
+    if not found:
+        remember_valid(validator, data)
     return found
+
+
+def known_valid(validator: Draft202012Validator, data: Any) -> bool:
+    """Whether small ``data`` was found valid for ``validator`` before (``remember_valid``)."""
+    key = _memo_key(validator, data)
+    return key is not None and key in _VALID
+
+
+def remember_valid(validator: Draft202012Validator, data: Any) -> None:
+    """Remember that ``data`` is valid for ``validator`` (a small object only; up to a bound), so the same block
+    of a profile, or the same engine config of each new runtime, is not validated again."""
+    key = _memo_key(validator, data)
+    if key is not None and len(_VALID) < _VALID_MAX:
+        _VALID[key] = validator
 
 
 def _memo_key(validator: Draft202012Validator, data: Any) -> tuple[int, str] | None:

@@ -46,6 +46,7 @@ import anyio
 from ishiki_host.core import _logfile
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.core.entries import Entry
+from ishiki_host.core.followers import Followers
 from ishiki_host.core.text import clean_text
 from ishiki_host.errors import FactLogError
 from ishiki_host.jsontypes import Json
@@ -111,7 +112,7 @@ class FactLog:
         self._closed = False
         self._thread_reads = 0  # reads running in worker threads; close() waits for them
         self._reads_done = anyio.Event()
-        self._appended: anyio.Event | None = None  # made by the first waiter, set (and dropped) by an append
+        self._followers = Followers()  # readers waiting in wait_appended
         self._parked_inode: int | None = None  # set while ``park`` has the file closed (see ``_unpark``)
 
     # -- opening and closing ---------------------------------------------------------------------------
@@ -341,15 +342,10 @@ class FactLog:
     async def wait_appended(self, after_id: int) -> None:
         """Return once the log holds an entry newer than ``after_id`` (at once if it does), or once it is
         closed; written, not necessarily durable yet (``sync(upto=...)`` waits for that)."""
-        while self._last_id <= after_id and not self._closed:
-            if self._appended is None:
-                self._appended = anyio.Event()
-            await self._appended.wait()
+        await self._followers.wait(lambda: self._last_id > after_id or self._closed)
 
     def _wake_followers(self) -> None:
-        if self._appended is not None:
-            self._appended.set()
-            self._appended = None
+        self._followers.wake()
 
     def _write(self, payload: bytes) -> None:
         try:

@@ -5,10 +5,9 @@ An engine declares its config as a JSON Schema whose properties carry ``default`
 schema as the Markdown table the docs embed (``ishiki_host.engines.docs`` keeps the docs in step).
 ``model_option`` checks an option naming another model of ``models.yaml`` when the engine is created.
 
-Every new runtime creates its engines from the same profile, so a config found valid against a schema is
-remembered (by the schema's identity and the config's JSON) and not validated again: building the validator
-and walking the schema was most of an engine's creation, about a tenth of a millisecond a runtime. Schemas are
-module constants; one changed in place after a config passed it is not consulted again for that config.
+Every new runtime creates its engines from the same profile, so the schema's validator is the one compiled for
+its content (``config.validation.compiled``) and a config found valid is remembered (``remember_valid``): building
+the validator and walking the schema was most of an engine's creation, about a tenth of a millisecond a runtime.
 """
 
 from __future__ import annotations
@@ -22,14 +21,10 @@ from typing import Any
 import jsonschema
 
 from ishiki_host.config.keys import normalize_keys
+from ishiki_host.config.validation import compiled, known_valid, remember_valid
 from ishiki_host.errors import ConfigError
 
 __all__ = ["model_option", "options_table", "resolve_options", "schema_defaults"]
-
-_VALID_MAX = 1024
-# (id of a schema, JSON of a config) found valid; the value keeps the schema alive, so its id is not reused by
-# another schema while the entry is here.
-_VALID: dict[tuple[int, str], Mapping[str, Any]] = {}
 
 
 def schema_defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,25 +42,18 @@ def resolve_options(schema: Mapping[str, Any], config: Mapping[str, Any] | None,
     """
     renamed = normalize_keys(schema, dict(config or {})).data
     config = dict(renamed) if isinstance(renamed, dict) else {}
-    key = _valid_key(schema, config)
-    if key is None or key not in _VALID:
-        _validate(schema, config, where)
-        if key is not None and len(_VALID) < _VALID_MAX:
-            _VALID[key] = schema
+    _validate(schema, config, where)
     return {**schema_defaults(schema), **config}
 
 
-def _valid_key(schema: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[int, str] | None:
-    try:
-        return id(schema), json.dumps(config, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError):
-        return None  # not JSON: validated every time
-
-
 def _validate(schema: Mapping[str, Any], config: Mapping[str, Any], where: str) -> None:
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = compiled(schema)
+    if known_valid(validator, config):
+        return
     error = min(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.message)), default=None)
-    if error is not None:
+    if error is None:
+        remember_valid(validator, config)
+    else:
         keys = [str(part) for part in error.absolute_path]
         raise ConfigError(_message(schema, config, error), path=".".join(p for p in (where, *keys) if p))
 

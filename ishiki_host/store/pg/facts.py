@@ -49,6 +49,7 @@ import psycopg
 from ishiki_host.core.clock import Clock, SystemClock
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.factlog import MAX_CACHE_BYTES, FsyncPolicy
+from ishiki_host.core.followers import Followers
 from ishiki_host.core.text import clean_text
 from ishiki_host.errors import FactLogError
 from ishiki_host.jsontypes import Json
@@ -116,7 +117,7 @@ class PgFactLog:
         self._durable_id = 0
         self._lock = anyio.Lock()
         self._sync_lock = anyio.Lock()
-        self._appended: anyio.Event | None = None
+        self._followers = Followers()  # readers waiting in wait_appended
         self._closed = False
 
     @classmethod
@@ -334,15 +335,10 @@ class PgFactLog:
 
     async def wait_appended(self, after_id: int) -> None:
         """Return once the log holds an entry newer than ``after_id`` (at once if it does), or once closed."""
-        while self._last_id <= after_id and not self._closed:
-            if self._appended is None:
-                self._appended = anyio.Event()
-            await self._appended.wait()
+        await self._followers.wait(lambda: self._last_id > after_id or self._closed)
 
     def _wake_followers(self) -> None:
-        if self._appended is not None:
-            self._appended.set()
-            self._appended = None
+        self._followers.wake()
 
     def tail(self, n: int) -> list[Entry]:
         """The last ``n`` entries the cache holds (at most ``cached``), oldest first; ``read_back`` reads further."""

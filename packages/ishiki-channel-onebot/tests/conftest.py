@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import anyio
 import pytest
 
 
@@ -10,21 +9,6 @@ import pytest
 def anyio_backend() -> str:
     """The WebSocket library and uvicorn run on asyncio (``ishiki run`` runs the host there, or on uvloop)."""
     return "asyncio"
-
-
-@pytest.fixture
-def wake_sleeper(fake_clock):
-    """``await wake_sleeper()``: wait until something sleeps on the fake clock, then move the clock to its
-    deadline; returns the length of that sleep. A sleep that never comes fails after a few seconds."""
-
-    async def wake() -> float:
-        with anyio.fail_after(5):
-            await fake_clock.wait_for_sleepers(1)
-        delay = fake_clock.next_deadline() - fake_clock.now()
-        await fake_clock.advance(delay)
-        return delay
-
-    return wake
 
 
 # -- end to end: a real host (in process, or `ishiki run` in a subprocess) on a config directory ----------------
