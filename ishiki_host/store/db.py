@@ -12,6 +12,7 @@ It never deletes or rewrites a file it refuses: the checks before WAL and migrat
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import urllib.parse
 from collections.abc import Callable
@@ -24,6 +25,8 @@ import anyio.to_thread
 from ishiki_host.errors import StoreError
 from ishiki_host.store.migrations import APPLICATION_ID, MIGRATIONS, Migration, migrate
 from ishiki_host.store.tx import transaction
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -238,6 +241,10 @@ class Database:
             self._closed = True
             try:
                 self._conn.execute("PRAGMA optimize")
+            except sqlite3.OperationalError as exc:
+                # Another process holds the file (a worker, the supervisor, closing at the same moment): the
+                # statistics are only an optimization, so they wait for a later close.
+                logger.debug("memory database: PRAGMA optimize skipped at close (%s)", exc)
             finally:
                 self._conn.close()
 

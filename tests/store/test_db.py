@@ -64,6 +64,23 @@ async def test_data_survives_reopening(db_path: Path, fake_clock: FakeClock) -> 
 
 
 @pytest.mark.anyio
+async def test_a_store_closes_while_another_process_holds_the_write_lock(db_path: Path) -> None:
+    """Workers and their supervisor share memory.db and stop at once: the statistics a close writes
+    (``PRAGMA optimize``) wait for a later close instead of failing this one."""
+    store = await MemoryStore.open(db_path)
+    for index in range(300):
+        await store.memories.add("fact", f"tea in the garden {index}", profile="p", runtime_key="p/main")
+    await store.memories.search("p", "tea", trust="owner")
+    other = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # as another process's write would
+        await store.aclose()
+    finally:
+        other.close()
+    assert store.db.closed
+
+
+@pytest.mark.anyio
 async def test_a_closed_store_refuses_calls_and_closing_twice_is_fine(db_path: Path) -> None:
     store = await MemoryStore.open(db_path)
     await store.aclose()
