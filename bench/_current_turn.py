@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ishiki_host.core.entries import Entry
-from ishiki_host.core.factlog import FactLog
+from ishiki_host.core.factlog_contract import FactLogProtocol
 from ishiki_host.core.hooks import AgentHooks
 from ishiki_host.core.turns import Step
 from ishiki_host.plugins.base import ContextEngine
@@ -27,7 +27,7 @@ def _current_turn(newest_first: Iterator[Entry]) -> list[Entry]:
 
 
 class _CurrentTurn(AgentHooks):
-    async def select_entries(self, log: FactLog, step: Step) -> list[Entry]:
+    async def select_entries(self, log: FactLogProtocol, step: Step) -> list[Entry]:
         return await log.read_back(_current_turn)
 
     def hooks(self) -> AgentHooks:

@@ -62,6 +62,7 @@ from ishiki_host.core.bus import BusEvent, BusPhase, EventBus, EventValue
 from ishiki_host.core.clock import Clock, FakeClock, SystemClock, run_with_deadline
 from ishiki_host.core.entries import Entry
 from ishiki_host.core.factlog import FactLog
+from ishiki_host.core.factlog_contract import FactLogProtocol
 from ishiki_host.core.hooks import AgentHooks, Block, Replace, StepDecision, Stop, ToolDecision
 from ishiki_host.core.levels import content_level, summary_readers
 from ishiki_host.core.messages import ImagePart, Message, Part, TextPart, ToolCall
@@ -196,6 +197,7 @@ __all__ = [
     "EventValue",
     "Extension",
     "FactLog",
+    "FactLogProtocol",
     "FactLogView",
     "FakeClock",
     "Finding",

@@ -343,3 +343,11 @@ class Channel(Plugin):
         ``seconds``; ``state_dir`` is the account's ``ChannelHost.state_dir`` (it may not exist yet; read it,
         never write). A finding that is not ``ok`` says how to fix it. The default checks nothing."""
         return ()
+
+    def exclusive(self, account: PluginConfig) -> bool:
+        """Whether the account is served by one connection at a time across a fleet of hosts on one PostgreSQL
+        ``store`` (long polling, a linked device, a socket the platform keeps one of): then only the host that
+        holds the account's lease runs its connection, and the others stand by to take it over. ``False`` for
+        an account whose events reach any host (a webhook behind a load balancer), which every host runs.
+        The default is ``True``, which is always safe. Not asked on one machine."""
+        return True

@@ -29,7 +29,7 @@ __all__ = ["EPIPE_STATUS", "main"]
 # The subcommand modules, in the order `ishiki --help` lists them.
 COMMANDS: tuple[str, ...] = (
     "init", "new", "check", "doctor", "run", "reload", "status", "usage", "models", "plugins", "memory",
-    "pairing", "service",
+    "pairing", "service", "store",
 )  # fmt: skip
 EPIPE_STATUS = 141
 """The exit status when stdout (or stderr) was closed before all was written: 128 + SIGPIPE."""

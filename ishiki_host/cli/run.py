@@ -261,7 +261,7 @@ async def _serve_host(host: Host, supervision: WorkerSupervision | None, early: 
     import anyio
 
     from ishiki_host.cli._lifeline import watch_lifeline
-    from ishiki_host.errors import ConfigDirLocked
+    from ishiki_host.errors import ConfigDirLocked, StoreError
     from ishiki_host.eventloop import running_loop
     from ishiki_host.host.collector import freeze_startup_heap
 
@@ -282,6 +282,10 @@ async def _serve_host(host: Host, supervision: WorkerSupervision | None, early: 
                     await host.wait_stop_requested()
         except ConfigDirLocked as exc:
             print(f"ishiki run: {host.root}: {exc} (lock {exc.path}); stop it first", file=sys.stderr)
+            tg.cancel_scope.cancel()
+            return 1
+        except StoreError as exc:  # the fleet's store: unreachable, newer, no driver; the sentence says it all
+            print(f"ishiki run: {host.root}: {exc}", file=sys.stderr)
             tg.cancel_scope.cancel()
             return 1
         except Exception:

@@ -34,6 +34,7 @@ __all__ = [
     "HOST_FILE",
     "MAX_WORKERS",
     "AttachmentSettings",
+    "FleetSettings",
     "HeartbeatSettings",
     "HostConfig",
     "HttpSettings",
@@ -59,6 +60,16 @@ class SchedulerSettings:
 
     interactive_grace_seconds: float = 2.0
     across_workers: WorkerSlots = "lease"
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSettings:
+    """This host's part in a fleet on one PostgreSQL ``store``: its ``name`` (``None``: the machine's host name),
+    how long a runtime's lease lasts without renewal, and how often the inbox is polled besides NOTIFY."""
+
+    name: str | None = None
+    lease_seconds: float = 15.0
+    poll_seconds: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +135,8 @@ class HostConfig:
     reload_interval_seconds: float = 2.0
     shutdown_grace_seconds: float = 10.0
     fsync: FsyncPolicy = "turn"
+    store: str = "file"
+    fleet: FleetSettings = field(default_factory=FleetSettings)
     event_loop: EventLoop = "auto"
     workers: int | Literal["auto"] = 1
     channels: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
@@ -342,6 +355,10 @@ def _build(
         reload_interval_seconds=float(data["reload_interval_seconds"]),
         shutdown_grace_seconds=float(data["shutdown_grace_seconds"]),
         fsync=data["fsync"],
+        store=data["store"],
+        fleet=FleetSettings(
+            data["fleet"].get("name"), float(data["fleet"]["lease_seconds"]), float(data["fleet"]["poll_seconds"])
+        ),
         event_loop=data["event_loop"],
         workers=data["workers"],
         channels=dict(channels or {}),

@@ -38,7 +38,7 @@ from ishiki_host.jsontypes import Json
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.messages import ToolCall
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import Tool
@@ -71,7 +71,7 @@ class Agent:
 
     def __init__(
         self,
-        log: FactLog,
+        log: FactLogProtocol,
         model: LanguageModel,
         setup: SetupFn,
         *,

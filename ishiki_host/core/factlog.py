@@ -224,6 +224,11 @@ class FactLog:
         await self.close()
 
     @property
+    def where(self) -> str:
+        """Where the log lives, for messages."""
+        return str(self.path)
+
+    @property
     def closed(self) -> bool:
         """Whether ``close()`` ran."""
         return self._closed

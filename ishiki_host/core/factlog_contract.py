@@ -61,6 +61,11 @@ class FactLogProtocol(Protocol):
         ...
 
     @property
+    def where(self) -> str:
+        """Where the log lives, for messages (the file log: its path)."""
+        ...
+
+    @property
     def closed(self) -> bool:
         """Whether ``close()`` ran."""
         ...

@@ -29,7 +29,7 @@ from ishiki_host.core.window import project_entries, select_session_window
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.messages import Message, ToolCall
     from ishiki_host.core.turns import Step, TurnOutcome
 
@@ -67,7 +67,7 @@ StepDecision = Literal["continue", "stop"] | Stop | None
 class AgentHooks:
     """Base class of engine hooks; every method is a no-op default (see the module docstring for composition)."""
 
-    async def select_entries(self, log: FactLog, step: Step) -> list[Entry]:
+    async def select_entries(self, log: FactLogProtocol, step: Step) -> list[Entry]:
         """The entries forming this step's window, oldest first. Default: the current session, O(window)."""
         return await log.read_back(select_session_window)
 
@@ -110,7 +110,7 @@ class HookChain:
         self._selector = _owner(self.hooks, "select_entries")
         self._projector = _owner(self.hooks, "project")
 
-    async def select_entries(self, log: FactLog, step: Step) -> list[Entry]:
+    async def select_entries(self, log: FactLogProtocol, step: Step) -> list[Entry]:
         """The owner's window."""
         return list(await self._selector.select_entries(log, step))
 

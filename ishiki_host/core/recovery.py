@@ -22,7 +22,7 @@ from ishiki_host.core.turns import Recovery
 
 if TYPE_CHECKING:
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
 
 __all__ = ["INTERRUPTED", "TURN_END_EVENTS", "recover"]
 
@@ -91,7 +91,7 @@ def _ends_turn_normally(entry: Entry) -> bool:
     return entry.data.get("reason") != "crash" and not entry.data.get("resume")
 
 
-async def recover(log: FactLog) -> Recovery:
+async def recover(log: FactLogProtocol) -> Recovery:
     """Close what a crash left open in ``log`` and say what was repaired."""
     scan = await log.read_back(_scan)
     open_turn = _open_turn(scan.region)
@@ -106,7 +106,7 @@ async def recover(log: FactLog) -> Recovery:
     if repaired:
         logger.warning(
             "fact log %s: repaired after a crash: turn %s aborted, %d tool call(s) answered as interrupted",
-            log.path,
+            log.where,
             open_turn,
             len(orphans),
         )

@@ -35,7 +35,7 @@ from ishiki_host.errors import ModelBadRequest, ModelError, ToolConflictError
 if TYPE_CHECKING:
     from ishiki_host.core.bus import EventBus
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.hooks import HookChain
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.core.tool_calls import ToolCaller
@@ -111,7 +111,7 @@ class TurnRunner:
     def __init__(
         self,
         *,
-        log: FactLog,
+        log: FactLogProtocol,
         model: LanguageModel,
         setup: SetupFn,
         hooks: HookChain,
@@ -341,7 +341,7 @@ class TurnRunner:
             try:
                 await self._close_in_log(running, outcome)
             except Exception:
-                logger.exception("could not close turn %s in %s", outcome.turn, self._log.path)
+                logger.exception("could not close turn %s in %s", outcome.turn, self._log.where)
             unseen = await self._leave(running)
             outcome = replace(outcome, unseen=tuple(d.entry for d in unseen if d.entry is not None))
             await self._retrigger([d for d in unseen if d.trigger])
@@ -400,7 +400,7 @@ class TurnRunner:
         return unseen
 
 
-async def _append_deliveries(log: FactLog, deliveries: list[Delivery]) -> list[Entry]:
+async def _append_deliveries(log: FactLogProtocol, deliveries: list[Delivery]) -> list[Entry]:
     """Append sent entries (outside any turn: durable at once) and resolve their deliveries."""
     if not deliveries:
         return []

@@ -15,6 +15,9 @@ Rules (docs/heartbeats.md has the why):
   would make the next ``heartbeats.json`` sync add it again).
 - ``__clear_images__`` is run here, without the runner (see ``heartbeat.janitor``).
 - Runs are bounded by ``run_timeout`` on the injected clock and at most ``max_concurrent`` run at once.
+- With ``slots`` (a host of a fleet: ``store.pg.slots``), a slot runs only on the host that claims it first;
+  the others move the beat on to its next slot, as if it had run (the run is recorded where it ran). A claim
+  that cannot be made (the database is away) runs nothing: a slot is run once at most rather than twice.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
     from ishiki_host.store.repos.beat_types import Beat
     from ishiki_host.store.repos.heartbeats import RunOutcome
 
-__all__ = ["BeatRunner", "HeartbeatScheduler"]
+__all__ = ["BeatRunner", "HeartbeatScheduler", "SlotClaims"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +65,14 @@ class BeatRunner(Protocol):
         ...
 
 
+class SlotClaims(Protocol):
+    """Which host of a fleet runs a beat's slot (see the module docstring)."""
+
+    async def claim_slot(self, beat_id: str, due_at: float) -> bool:
+        """Whether this host runs the slot of ``beat_id`` due at ``due_at``: the first host to ask does."""
+        ...
+
+
 class HeartbeatScheduler:
     """Sleeps until the earliest due beat, starts its run, records it, and re-arms."""
 
@@ -78,8 +89,10 @@ class HeartbeatScheduler:
         max_concurrent: int = 4,
         keep_runs_seconds: float = 30 * 86400.0,
         max_nap: float = 3600.0,
+        slots: SlotClaims | None = None,
     ):
         self._store = store
+        self._slots = slots
         self._runner = runner
         self._tz = default_tz
         self._clock = clock or store.clock
@@ -201,10 +214,24 @@ class HeartbeatScheduler:
             logger.warning("beat %r missed: %s", beat.id, late)
             await self._record(beat.id, "skipped", f"missed: {late}")
             await self._move_on(beat, following)
+        elif not await self._claimed(beat, slot):
+            await self._move_on(beat, following)
         else:
             await self._store.heartbeats.reschedule(beat.id, next_run=following, last_run=now)
             self._inflight.add(beat.id)
             tg.start_soon(self._run, beat, slot)
+
+    async def _claimed(self, beat: Beat, slot: float) -> bool:
+        """Whether this host runs ``slot`` of ``beat``: always on one host; in a fleet, when its claim wins."""
+        if self._slots is None:
+            return True
+        try:
+            if await self._slots.claim_slot(beat.id, slot):
+                return True
+            logger.debug("beat %r: its slot runs on another host of the fleet", beat.id)
+        except Exception as exc:  # the fleet's database is away: not run rather than run twice
+            logger.warning("beat %r not run: its slot could not be claimed in the fleet (%s)", beat.id, exc)
+        return False
 
     async def _move_on(self, beat: Beat, following: float | None) -> None:
         if beat.recurring:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from ishiki_host.core.clock import Clock
     from ishiki_host.heartbeat.beatfile import TargetValidator
-    from ishiki_host.heartbeat.scheduler import BeatRunner
+    from ishiki_host.heartbeat.scheduler import BeatRunner, SlotClaims
     from ishiki_host.heartbeat.sync import SyncReport
     from ishiki_host.store.memory_store import MemoryStore
     from ishiki_host.store.repos.beat_types import BeatSpec
@@ -59,12 +59,19 @@ class HeartbeatService:
         target_validator: TargetValidator,
         catch_up_seconds: float = 300.0,
         seeded: Sequence[BeatSpec] = (),
+        slots: SlotClaims | None = None,
     ):
         self.store = store
         self.default_tz = default_tz
         self.check_target = target_validator
         self.scheduler = HeartbeatScheduler(
-            store, runner, default_tz=default_tz, clock=clock, data_dir=data_dir, catch_up_seconds=catch_up_seconds
+            store,
+            runner,
+            default_tz=default_tz,
+            clock=clock,
+            data_dir=data_dir,
+            catch_up_seconds=catch_up_seconds,
+            slots=slots,
         )
         self.watcher = BeatFileWatcher(
             Path(config_dir) / HEARTBEATS_FILE,

@@ -96,6 +96,7 @@ async def start_heartbeats(host: Host, tg: TaskGroup, runner: BeatRunner | None 
         target_validator=RouteTargets(host),
         catch_up_seconds=config.host.heartbeat.catch_up_seconds,
         seeded=clear_images_beat(config.host.attachments.retention),
+        slots=host.fleet,  # a fleet's hosts run each slot once between them
     )
     host.services.put(HEARTBEATS, service)
     host.services.put(REMINDERS, BeatReminders(service))

@@ -13,6 +13,11 @@ logged in one line and restarted like a crash. A ``run`` that returns has finish
 its input), and one not ready within ``start_timeout`` (60 s, real time) is restarted like a passing trouble
 (``ChannelNotReady``).
 
+In a fleet (``store: postgresql://...``) an account whose channel says it is ``exclusive`` (one connection at a
+time: long polling, a linked device) runs only while this host holds the account's lease (``AccountLeases``):
+until then its supervisor is on ``standby``, and a lease lost while it runs stops the connection at once and
+waits for the lease again, so two hosts never poll one account.
+
 ``ChannelContext`` is the ``ChannelHost`` each connection gets; its ``rng`` is seeded from the host's seed
 and the account (``platform#index``), so a seeded host replays every channel's jitter whatever order they
 start in. Its ``command_names(channel_id)`` are those of the live runtime answering that channel
@@ -28,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -145,6 +150,18 @@ class ChannelSpec:
         return self.platform if self.platform == "console" else f"{self.platform}#{self.index}"
 
 
+class AccountLeases(Protocol):
+    """Which host of a fleet runs an exclusive account (``ishiki_host.host.fleet``; see the module docstring)."""
+
+    async def hold_account(self, label: str, lost: Callable[[], None]) -> None:
+        """Return once this host holds the lease of account ``label``; ``lost()`` is called if it loses it."""
+        ...
+
+    async def release_account(self, label: str) -> None:
+        """Give the account's lease up (its connection stopped here)."""
+        ...
+
+
 class ChannelSupervisor:
     """Runs and restarts one account's connection (see the module docstring)."""
 
@@ -158,8 +175,12 @@ class ChannelSupervisor:
         *,
         on_finished: Callable[[ChannelSupervisor], None] = lambda s: None,
         start_timeout: float = START_TIMEOUT,
+        leases: AccountLeases | None = None,
     ):
         self.spec = spec
+        exclusive = getattr(spec.provider, "exclusive", None)
+        # Only an exclusive account waits for its lease; without ``exclusive`` (not a ``Channel``): the safe side.
+        self.leases = leases if leases is not None and (exclusive is None or exclusive(spec.account)) else None
         self.start_timeout = start_timeout
         self.context = context
         self.directory = directory
@@ -207,21 +228,42 @@ class ChannelSupervisor:
 
         attempt = 0
         with self.scope:
-            while True:
-                started = await self._attempt(report)
-                report()
-                if self.state in ("finished", "failed"):
-                    break
-                if started is not None and self.clock.monotonic() - started >= STABLE_SECONDS:
-                    attempt = 0
-                delay = backoff_delay(attempt, self.rng)
-                attempt += 1
-                self.restarts += 1
-                logger.warning("channel %s is down (%s); restarting in %.1f s", self.spec.label, self.last_error, delay)
-                self.state = "waiting"
-                await self.clock.sleep(delay)
+            try:
+                while True:
+                    started = await self._leased_attempt(report)
+                    report()
+                    if self.state in ("finished", "failed"):
+                        break
+                    if started is not None and self.clock.monotonic() - started >= STABLE_SECONDS:
+                        attempt = 0
+                    delay = backoff_delay(attempt, self.rng)
+                    attempt += 1
+                    self.restarts += 1
+                    logger.warning(
+                        "channel %s is down (%s); restarting in %.1f s", self.spec.label, self.last_error, delay
+                    )
+                    self.state = "waiting"
+                    await self.clock.sleep(delay)
+            finally:
+                if self.leases is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self.leases.release_account(self.spec.label)
         report()
         self.on_finished(self)
+
+    async def _leased_attempt(self, report: Callable[[], None]) -> float | None:
+        """One life of the connection, run while this host holds the account's lease when it needs one."""
+        if self.leases is None:
+            return await self._attempt(report)
+        self.state = "standby"
+        report()  # standing by is started: the host does not wait for another host to let the account go
+        with anyio.CancelScope() as life:
+            await self.leases.hold_account(self.spec.label, life.cancel)
+            started = await self._attempt(report)
+        if life.cancelled_caught:
+            self.state = "crashed"
+            self.last_error = "the account's lease went to another host of the fleet"
+        return started
 
     async def _attempt(self, report: Callable[[], None]) -> float | None:
         """One life of the connection; returns when it started (``None`` if it never did)."""

@@ -36,13 +36,22 @@ from ishiki_host.addresses.keys import RuntimeKey
 from ishiki_host.commands import builtin_commands
 from ishiki_host.config.host import HttpSettings
 from ishiki_host.core.clock import Clock, SystemClock
-from ishiki_host.errors import AgentStopped, ChannelError, ChannelUnavailable, FactLogError, RuntimeStartFailed
+from ishiki_host.errors import (
+    AgentStopped,
+    ChannelError,
+    ChannelUnavailable,
+    FactLogError,
+    RunError,
+    RuntimeStartFailed,
+    StoreError,
+)
 from ishiki_host.gateway.embeddings import GatewayEmbeddings
 from ishiki_host.host.beats import start_heartbeats
 from ishiki_host.host.budget import RuntimeBudget
 from ishiki_host.host.collector import tuned_collector
 from ishiki_host.host.connections import ChannelDirectory
 from ishiki_host.host.delivery import Unrouted
+from ishiki_host.host.fleetstart import open_fleet
 from ishiki_host.host.hostplugins import HostPluginSet
 from ishiki_host.host.lock import PID_FILE, DataDirClaim, claim_data_dir
 from ishiki_host.host.memory_db import HostMemory
@@ -74,6 +83,8 @@ if TYPE_CHECKING:
     from ishiki_host.channels.events import IshikiEvent
     from ishiki_host.gateway.gateway import CallListener
     from ishiki_host.heartbeat.service import HeartbeatService
+    from ishiki_host.host.fleet import Fleet
+    from ishiki_host.host.placement import RuntimePlacement
     from ishiki_host.plugins.activation import ProfileState
     from ishiki_host.plugins.configdir import ConfigDir
     from ishiki_host.plugins.discovery import PluginRegistry
@@ -145,6 +156,7 @@ class Host:
         self.heartbeats: HeartbeatService | None = None
         self.http = HttpIngress(HttpSettings())  # off until entered with the config's ``http`` settings
         self.observability: HostObservability | None = None  # metrics, usage, /readyz, the control socket
+        self.fleet: Fleet | None = None  # with ``store: postgresql://...``: this host's part of the fleet
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -189,7 +201,8 @@ class Host:
         return self.directory.connection(sid)
 
     def status(self) -> dict[str, Any]:
-        """A JSON snapshot: profiles, routes and their runtimes, channels, the gateway."""
+        """A JSON snapshot: profiles, routes and their runtimes, channels, the gateway (and in a fleet, this
+        host's part of it: ``fleetHost``)."""
         return {
             "profiles": {p.id: p.state for p in self.config.profiles},
             "routes": self.role.runtimes() if self.role.runtimes is not None else self._routes_status(),
@@ -198,7 +211,13 @@ class Host:
             "gateway": self.gateways.gateway.status(),
             "http": self.http.status(),
             **({"workers": self.role.workers()} if self.role.workers is not None else {}),
+            **({"fleetHost": self.fleet.status()} if self.fleet is not None else {}),
         }
+
+    @property
+    def placement(self) -> RuntimePlacement:
+        """Where this host's events go to their runtimes: the fleet's lease holders, or the role's placement."""
+        return self.fleet.placement if self.fleet is not None else self.role.placement
 
     def _routes_status(self) -> dict[str, list[str]]:
         return {r.profile.id: sorted(str(k) for k in r.runtimes) for r in self.routes}
@@ -243,6 +262,14 @@ class Host:
         self._gateways.build(config)
         self.services.timezone = host.timezone
         await self.memory.open(host.data_dir, host.memory, self.services)
+        refused = [e for e in config.host_errors if e.path == "store"]
+        if refused:  # an operator who meant a fleet must not get a lone host on the files instead
+            raise StoreError(f"the host does not start: {refused[0].describe()}")
+        fleet = self.fleet = await open_fleet(host, self.clock)
+        if fleet is not None:
+            self._stack.push_async_callback(fleet.aclose)  # after the task group (entered below) is left
+            if role.name != "host":
+                raise RunError("store: postgresql runs one process per host; run more hosts rather than workers")
         if role.runs_runtimes:  # counted once what the host keeps open is open
             self.budget = RuntimeBudget.for_this_process()
             logger.debug("at most %d runtimes alive at once under the open-files limit", self.budget.room)
@@ -261,9 +288,14 @@ class Host:
             syncer=observed.syncer(),
             channels=lambda: self.channels.status(),
         )
+        if fleet is not None:
+            self._shared_parts.logs = fleet.logs
+            self._shared_parts.speaks = fleet.speaks
         if role.fetchers is not None:
             self._shared_parts.fetchers = role.fetchers
         tg = self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        if fleet is not None:
+            await tg.start(fleet.run, self.routes)
         self._channels = ChannelSet(self, tg)
         self._host_plugins = HostPluginSet(self, tg)
         if role.runs_channels:
@@ -279,7 +311,7 @@ class Host:
         if role.runs_channels:
             await self._channels.reconcile()
             self.heartbeats = await start_heartbeats(self, tg, role.beats)
-        if role.runs_runtimes:
+        if role.runs_runtimes and fleet is None:  # a fleet's hosts take over what a dead host left (host.fleet)
             self._resuming = True
             tg.start_soon(self._resume_unfinished)
         interval = self._reload_interval if self._reload_interval is not None else host.reload_interval_seconds
@@ -464,7 +496,7 @@ class Host:
                 logger.debug("no profile claims %s %s; event %s dropped", event.sid, event.channel_id, event.message_id)
                 return Unrouted("unclaimed")
             try:
-                return await self.role.placement.deliver(
+                return await self.placement.deliver(
                     route, route.key_for(event.sid, event.channel_id), event, attachments
                 )
             except AgentStopped as exc:

@@ -244,6 +244,12 @@ class ProfileRoute:
             logger.debug("profile %s: %d idle runtime(s) stopped", self.profile.id, count)
         return count
 
+    def stop_runtime(self, key: RuntimeKey, reason: str) -> bool:
+        """Stop the runtime at ``key`` now, idle or not (its host no longer serves it: a lost lease); whether
+        there was one. The next input for the key respawns it from its fact log."""
+        runtime = self._runtimes.get(key)
+        return runtime is not None and self._evict(runtime, reason)
+
     def evict(self, runtime: AgentRuntime) -> bool:
         """Stop ``runtime`` (idle) to make room under the open-files limit; whether it was this route's to stop."""
         return self._evict(runtime, "open files")

@@ -242,7 +242,7 @@ class ChannelSet:
             supervisor = self._supervisors.get(key) or self._finished.get(key)
             if supervisor is None:
                 problems.append(f"channel {spec.label} has not started")
-            elif supervisor.state not in ("running", "finished"):
+            elif supervisor.state not in ("running", "finished", "standby"):  # standby: another host runs it
                 error = f": {supervisor.last_error}" if supervisor.last_error else ""
                 problems.append(f"channel {spec.label} is {supervisor.state}{error}")
         for platform in sorted({sid.partition(":")[0] for sid in self.host.routes.sids()} - {p for p, _ in wanted}):
@@ -270,7 +270,13 @@ class ChannelSet:
             if key in self._supervisors or (done is not None and done.spec.account == spec.account):
                 continue
             supervisor = ChannelSupervisor(
-                spec, self._context(spec), self.host.directory, self.host.clock, self.host.rng, on_finished=self._done
+                spec,
+                self._context(spec),
+                self.host.directory,
+                self.host.clock,
+                self.host.rng,
+                on_finished=self._done,
+                leases=self.host.fleet,
             )
             self._supervisors[key] = supervisor
             starting.append(supervisor)

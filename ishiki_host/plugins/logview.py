@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ishiki_host.addresses.keys import RuntimeKey
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.plugins.hostplugin import RuntimeLogView
 
 __all__ = ["FactLogView", "entries_after", "entries_before"]
@@ -24,7 +24,7 @@ class FactLogView:
     """A ``RuntimeLogView`` over a ``FactLog`` of this process: ``key`` is the runtime's address, ``log`` its
     open log (the view is closed once the log is)."""
 
-    def __init__(self, key: RuntimeKey, log: FactLog):
+    def __init__(self, key: RuntimeKey, log: FactLogProtocol):
         self._key = key
         self._log = log
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.bus import EventBus
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.hooks import AgentHooks
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import TrustLevel
@@ -188,7 +188,7 @@ class RuntimeContext(Protocol):
         ...
 
     @property
-    def log(self) -> FactLog:
+    def log(self) -> FactLogProtocol:
         """The runtime's fact log (read it; append ``custom`` entries; never edit)."""
         ...
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ishiki_host.core.agent import Agent
     from ishiki_host.core.bus import EventBus
     from ishiki_host.core.clock import Clock
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.model import LanguageModel, Priority
     from ishiki_host.core.tools import TrustLevel
     from ishiki_host.core.turns import TurnHandle
@@ -152,7 +152,7 @@ class PluginContext:
         return self._logger
 
     @property
-    def log(self) -> FactLog:
+    def log(self) -> FactLogProtocol:
         """The fact log (open while the runtime runs)."""
         return self._started().log
 

@@ -46,7 +46,7 @@ from ishiki_host.runtime.toolsearch import (
 if TYPE_CHECKING:
     from ishiki_host.config.profile_types import Profile
     from ishiki_host.core.bus import BusEvent, EventBus
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.turns import Step
     from ishiki_host.runtime.surface import SurfaceContext, ToolSurface
 
@@ -64,7 +64,7 @@ class DisclosureRuntime(ProgramRuntime, Protocol):
         ...
 
     @property
-    def log(self) -> FactLog:
+    def log(self) -> FactLogProtocol:
         """Where ``catalog`` entries go."""
         ...
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.runtime_api import TurnView
     from ishiki_host.runtime.drafts import OpenDraft
 
-__all__ = ["Outlets", "RuntimeOutbox", "typing_delay"]
+__all__ = ["FencedOutlets", "Outlets", "RuntimeOutbox", "typing_delay"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,24 @@ class Outlets(Protocol):
     def note_sent(self, sid: str, channel_id: str, ids: Sequence[str]) -> None:
         """Remember ids the host sent, so their echoes are dropped when the platform reports them back."""
         ...
+
+
+class FencedOutlets:
+    """``outlets`` for the runtime at ``key`` while ``speaks(key)``; no connection at all once it may not
+    (``SharedParts.speaks``): a send then fails as to a channel that is down, and nothing reaches the chat."""
+
+    def __init__(self, outlets: Outlets, key: RuntimeKey, speaks: Callable[[RuntimeKey], bool]):
+        self._outlets = outlets
+        self._key = key
+        self._speaks = speaks
+
+    def connection(self, sid: str) -> ChannelConnection | None:
+        """The running connection of ``sid`` while the runtime may speak."""
+        return self._outlets.connection(sid) if self._speaks(self._key) else None
+
+    def note_sent(self, sid: str, channel_id: str, ids: Sequence[str]) -> None:
+        """Remember ids the host sent (see ``Outlets``)."""
+        self._outlets.note_sent(sid, channel_id, ids)
 
 
 def typing_delay(text: str, chars_per_second: float, max_delay_ms: int) -> float:

@@ -2,7 +2,7 @@
 
 ``SharedParts`` is shared by every runtime of a host (clock, directories, the channel outlets, other models,
 host-wide services, the host's own commands, the hook catalog of the extension classes it mounted, the host's
-turn listeners and the fsync its fact logs use). ``ProfileParts``
+turn listeners, the fsync its fact logs use and the store that opens them). ``ProfileParts``
 is shared by the runtimes of one profile: the profile, its one model object (never mutated; toolcall engines wrap it
 per runtime) and the provider objects of its engines and extensions, whose ``create`` makes each runtime's
 instances. ``ProviderCache`` keeps one provider object per service and class for the whole host; ``profile_parts``
@@ -23,6 +23,7 @@ from ishiki_host.errors import PluginNotFound
 from ishiki_host.plugins.hooks import HookCatalog
 from ishiki_host.plugins.services import HostServices
 from ishiki_host.resources import AssetFetchers
+from ishiki_host.runtime.logstore import FileLogs, RuntimeLogs
 
 if TYPE_CHECKING:
     from ishiki_host.addresses.keys import RuntimeKey
@@ -89,6 +90,11 @@ class SharedParts:
     hooks: HookCatalog = field(default_factory=HookCatalog)
     turn_listeners: tuple[TurnListener, ...] = ()
     syncer: Syncer | None = None
+    logs: RuntimeLogs = field(default_factory=FileLogs)
+    """Where each runtime's fact log is opened (``ishiki_host.runtime.logstore``)."""
+    speaks: Callable[[RuntimeKey], bool] | None = None
+    """Whether the runtime at a key may still send (``None``: always). A host of a fleet answers while it holds
+    the runtime's lease: a host that froze past it and woke says nothing that the new owner says again."""
     channels: Callable[[], Mapping[str, Mapping[str, Any]]] = dict
     """The host's channel supervisors by label (``whatsapp#0``): ``state`` and ``error``, for ``/status``."""
 

@@ -40,7 +40,6 @@ from ishiki_host.channels.inbound import capture_attachments, inbound_message
 from ishiki_host.channels.repeats import RecentInbound
 from ishiki_host.core.agent import Agent
 from ishiki_host.core.bus import EventBus
-from ishiki_host.core.factlog import FactLog
 from ishiki_host.core.turns import Turn, TurnSetup
 from ishiki_host.errors import AgentStopped
 from ishiki_host.gateway.attribution import TurnCallModel, in_runtime
@@ -58,7 +57,7 @@ from ishiki_host.runtime.hostview import RuntimeView
 from ishiki_host.runtime.images import ImageResolver
 from ishiki_host.runtime.lifecycle import Lifecycle
 from ishiki_host.runtime.notices import Notices
-from ishiki_host.runtime.outbound import RuntimeOutbox
+from ishiki_host.runtime.outbound import FencedOutlets, RuntimeOutbox
 from ishiki_host.runtime.policy import SWITCHES_STAGE, switches_stage
 from ishiki_host.runtime.prompt import control_flow, join_sections
 from ishiki_host.runtime.started import Engines, Started, create_engines
@@ -135,6 +134,9 @@ class AgentRuntime:
         self._started: Started | None = None
         self._wakeup_dispose: Any = None
         self._waiter = Waiter(shared.clock, self._wake_for_waiter)
+        # What the runtime says goes out only while it may speak (``SharedParts.speaks``: a fleet's lease holder).
+        outlets = shared.outlets if shared.speaks is None else FencedOutlets(shared.outlets, key, shared.speaks)
+        self._outlets = outlets
         self._lifecycle = Lifecycle(
             key,
             self._logger,
@@ -142,10 +144,10 @@ class AgentRuntime:
             home=self._home,
             homes=shared.homes,
             waiter=self._waiter,
-            outlets=shared.outlets,
+            outlets=outlets,
             shutdown_grace=shared.shutdown_grace,
         )
-        self._notices = Notices(key, shared.outlets, self._default_target)
+        self._notices = Notices(key, outlets, self._default_target)
         apology = FailureReplies(
             parts.profile.failure_reply, self._notices.notice, self._notices.show_failure, self._logger
         )
@@ -179,7 +181,7 @@ class AgentRuntime:
             self._disclosure.install(self._surface, self._bus)
         view = self._view = RuntimeView(
             self._context, self._extensions, self._base_tools, self._wait_tool,
-            connection=lambda: shared.outlets.connection(key.sid) if key.sid is not None else None,
+            connection=lambda: outlets.connection(key.sid) if key.sid is not None else None,
             channels=shared.channels,
         )  # fmt: skip
         self._gate = CommandGate(
@@ -333,7 +335,7 @@ class AgentRuntime:
 
     async def _open(self) -> None:
         parts, shared, clock = self._parts, self._shared, self._shared.clock
-        log = await FactLog.open(self._home / "facts.jsonl", fsync=shared.fsync, clock=clock, syncer=shared.syncer)
+        log = await shared.logs.open(self._key, self._home, fsync=shared.fsync, clock=clock, syncer=shared.syncer)
         self._lifecycle.bind_log(log)
         resources = create_runtime_resources(self._home, clock=clock, fetchers=shared.fetchers)
         resources.assets.max_bytes = parts.profile.resources.max_asset_bytes
@@ -341,7 +343,7 @@ class AgentRuntime:
         outbox = RuntimeOutbox(
             self._key,
             parts.profile,
-            shared.outlets,
+            self._outlets,
             self._bus,
             clock,
             lambda: tracker.turn,
@@ -421,7 +423,7 @@ class AgentRuntime:
         wakeup = engines.wakeup
         self._tracker.subscribe(self._bus, wakeup.reconsider if wakeup is not None else None)
         activities = TurnActivities(
-            self._shared.outlets, self._shared.clock, self._parts.model.name, lambda: self._tracker.turn.latest_target()
+            self._outlets, self._shared.clock, self._parts.model.name, lambda: self._tracker.turn.latest_target()
         )
         activities.subscribe(self._bus)  # the thinking line of the channel a person's turn answers
         await tg.start(started.agent.run)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ishiki_host.core.agent import Agent
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.tools import Tool
     from ishiki_host.plugins.runtime_api import (
         ContextEngineInstance,
@@ -62,7 +62,7 @@ class Engines:
 class Started:
     """What a runtime opened at its start (see the module docstring)."""
 
-    log: FactLog
+    log: FactLogProtocol
     resources: RuntimeResources
     outbox: RuntimeOutbox
     images: ImageResolver

@@ -269,7 +269,8 @@ class DraftingFakeConnection(FakeConnection):
 
 class FakeChannel(Channel):
     """The plugin class of ``FakeConnection`` (platform ``fake``); an account may set ``self_id`` and ``limit``,
-    and ``drafts: true`` for a ``DraftingFakeConnection``."""
+    ``drafts: true`` for a ``DraftingFakeConnection``, and ``exclusive: true`` for an account one host of a
+    fleet runs at a time (by default every host runs it, as a webhook's)."""
 
     config_schema: ClassVar[Mapping[str, Json]] = {
         "type": "object",
@@ -278,8 +279,13 @@ class FakeChannel(Channel):
             "self_id": {"type": "string", "minLength": 1, "default": "bot"},
             "limit": {"type": "integer", "minimum": 16, "default": 4096},
             "drafts": {"type": "boolean", "default": False},
+            "exclusive": {"type": "boolean", "default": False},
         },
     }
+
+    def exclusive(self, account: PluginConfig) -> bool:
+        """The account's ``exclusive`` (see the class docstring)."""
+        return bool(account.get("exclusive", False))
 
     def create(self, ctx: ChannelHost, account: PluginConfig) -> FakeConnection:
         """A connection dispatching to ``ctx``."""

@@ -45,6 +45,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import takewhile
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from ishiki_host.channels.events import IshikiEvent, Quote
     from ishiki_host.core.clock import Clock
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.testing.channels import FakeConnection, SentMessage
 
 __all__ = ["ExpectationFailed", "Expectations", "ExpectedRuntime", "RecordedCall", "TextMatch"]
@@ -80,7 +81,7 @@ class ExpectedRuntime(Protocol):
         ...
 
     @property
-    def log(self) -> FactLog:
+    def log(self) -> FactLogProtocol:
         """The runtime's fact log."""
         ...
 
@@ -293,7 +294,7 @@ class Expectations:
             return  # the test's own error says more than unmet expectations would
         with anyio.move_on_after(self._timeout) as deadline:
             await self._run()
-        self._read()
+        await self._read()
         if deadline.cancelled_caught:
             self._fail([f"timed out after {self._timeout:g}s waiting for the runtime to settle"])
         self._verify()
@@ -311,10 +312,12 @@ class Expectations:
                 await self._start_turn()
             await runtime.settled(background=True)
 
-    def _read(self) -> None:
+    async def _read(self) -> None:
         """What the channel and the fact log recorded since the block was entered."""
         self._happened.sent = self._runtime.channel.sent[self._sent_before :]
-        entries = list(self._runtime.log.iter_forward(after_id=self._log_before))
+        before = self._log_before
+        newest_first = await self._runtime.log.read_back(lambda it: list(takewhile(lambda e: e.id > before, it)))
+        entries = newest_first[::-1]
         self._happened.calls = _calls(entries)
         self._happened.turns = [_turn_end(e) for e in entries if e.type == "event" and _is_turn_end(e)]
 

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from ishiki_host.config.services import Plugin, PluginConfig
     from ishiki_host.core.agent import Agent
     from ishiki_host.core.bus import EventBus
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.model import LanguageModel
     from ishiki_host.core.tools import Tool, TrustLevel
     from ishiki_host.core.turns import TurnOutcome
@@ -195,7 +195,7 @@ class RuntimeHarness(AgentRuntime):
         return self.context.agent
 
     @property
-    def log(self) -> FactLog:
+    def log(self) -> FactLogProtocol:
         """The runtime's fact log."""
         return self.context.log
 

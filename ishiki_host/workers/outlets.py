@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ishiki_host.channels.base import Draft, DraftEnd, DraftingConnection, OutboundFile, SendResult, TurnActivity
+from ishiki_host.channels.codec import activity_json, bytes_from, draft_json, file_json, result_from
 from ishiki_host.resources import AssetFetchers
-from ishiki_host.workers.codec import activity_json, bytes_from, draft_json, file_json, result_from
 from ishiki_host.workers.peer import Peer, PeerClosed
 
 if TYPE_CHECKING:

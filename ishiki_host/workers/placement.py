@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ishiki_host.addresses.keys import RuntimeKey
+from ishiki_host.channels.codec import attachment_json
 from ishiki_host.errors import BeatRunFailed, ChannelUnavailable
-from ishiki_host.workers.codec import attachment_json
 from ishiki_host.workers.peer import PeerClosed
 
 if TYPE_CHECKING:

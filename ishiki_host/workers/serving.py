@@ -17,9 +17,9 @@ from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ishiki_host.channels.base import DraftingConnection
+from ishiki_host.channels.codec import activity_from, bytes_json, draft_from, file_from, result_json
 from ishiki_host.errors import ChannelUnavailable, ResourceError
 from ishiki_host.resources.assets import DEFAULT_ASSET_MAX_BYTES
-from ishiki_host.workers.codec import activity_from, bytes_json, draft_from, file_from, result_json
 from ishiki_host.workers.wire import FrameError
 
 if TYPE_CHECKING:

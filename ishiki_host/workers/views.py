@@ -42,7 +42,7 @@ from ishiki_host.workers.peer import PeerClosed
 from ishiki_host.workers.wire import FrameError
 
 if TYPE_CHECKING:
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.tools import ToolContext, TrustLevel
     from ishiki_host.host.host import Host
     from ishiki_host.jsontypes import Json
@@ -78,7 +78,7 @@ class LogViewService:
 
     def __init__(self, host: Callable[[], Awaitable[Host]]):
         self._host = host
-        self._lives: weakref.WeakKeyDictionary[FactLog, int] = weakref.WeakKeyDictionary()
+        self._lives: weakref.WeakKeyDictionary[FactLogProtocol, int] = weakref.WeakKeyDictionary()
         self._numbers = itertools.count(1)
 
     def handlers(self) -> dict[str, Handler]:
@@ -127,7 +127,7 @@ class LogViewService:
         runtime = live_runtime(await self._host(), key_from(params))
         return None if runtime is None else [tool_json(tool) for tool in await runtime.tool_surface()]
 
-    async def _log(self, key: RuntimeKey, params: dict[str, Json]) -> FactLog | None:
+    async def _log(self, key: RuntimeKey, params: dict[str, Json]) -> FactLogProtocol | None:
         """The open log of the life ``params["life"]`` of the runtime at ``key``, ``None`` once it stopped."""
         runtime = live_runtime(await self._host(), key)
         log = runtime.context.log if runtime is not None else None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 
-from ishiki_host.errors import IshikiError
+from ishiki_host.channels.codec import FrameError
 
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -26,10 +26,6 @@ __all__ = ["MAX_FRAME", "FrameError", "FrameReader", "encode_frame", "write_fram
 
 MAX_FRAME = 32 * 1024 * 1024
 _HEADER = 4
-
-
-class FrameError(IshikiError):
-    """A frame (or a message in it) that does not parse."""
 
 
 def encode_frame(message: Mapping[str, Json]) -> bytes:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ishiki_host.addresses.keys import RuntimeKey
+from ishiki_host.channels.codec import attachment_from, event_from
 from ishiki_host.errors import AgentStopped, BeatRunFailed, ConfigDirError, IshikiError
 from ishiki_host.heartbeat.runner import RuntimeBeatRunner
 from ishiki_host.host.beats import RouteRuntimes
@@ -42,7 +43,6 @@ from ishiki_host.host.collector import freeze_startup_heap
 from ishiki_host.host.host import Host
 from ishiki_host.host.roles import HostRole
 from ishiki_host.plugins.configdir import load_config_dir
-from ishiki_host.workers.codec import attachment_from, event_from
 from ishiki_host.workers.leases import LeaseClient
 from ishiki_host.workers.outlets import ChannelInfo, RemoteFetchers, RemoteOutlets
 from ishiki_host.workers.owners import HashOwners

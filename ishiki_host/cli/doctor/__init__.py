@@ -3,10 +3,12 @@ fix what is wrong.
 
 In order: the config (``ishiki check``'s problems, summarised: ``doctor.config``), each model (the probe of
 ``ishiki models --probe``: ``doctor.models``), each channel account (its plugin's ``Channel.diagnose``:
-``doctor.channels``), the HTTP ingress and public URL (``doctor.ingress``), the data directory's permissions
-and free space and a host already running on it (``doctor.local``), and the clock (the ``Date`` of the answers
-the other checks received: ``doctor.clock``). The network checks run concurrently, each call cut at
-``--timeout`` seconds (10 by default), so the doctor takes about as long as its slowest answer.
+``doctor.channels``), the HTTP ingress and public URL (``doctor.ingress``), a PostgreSQL ``store`` (psycopg
+installed, the database answering, its schema not newer than this host's: ``doctor.store``; nothing with
+``store: file``), the data directory's permissions and free space and a host already running on it
+(``doctor.local``), and the clock (the ``Date`` of the answers the other checks received: ``doctor.clock``).
+The network checks run concurrently, each call cut at ``--timeout`` seconds (10 by default), so the doctor
+takes about as long as its slowest answer.
 
 Each finding is one line, ``✓`` ok, ``!`` warning, ``✗`` error, with its fix indented below; a summary line
 ends the report. ``--json`` prints ``{"ok", "dir", "findings": [{"level", "what", "detail", "fix"}],
@@ -40,11 +42,12 @@ def register(subparsers: Any) -> None:
     """Add the ``doctor`` command."""
     parser = subparsers.add_parser(
         "doctor",
-        help="check the config, models, channels, ingress, data dir and clock, with fixes",
+        help="check the config, models, channels, ingress, store, data dir and clock, with fixes",
         description="Check that a config directory can run here: the config loads, each model answers, each "
-        "channel account passes its own check, http.listen is free and the public URL fits webhooks, the data "
-        "dir is writable with free space, no other host holds it, the clock is right. Each problem comes with "
-        "its fix. Exit 0 without errors, 1 with one, 2 when DIR is not a config directory.",
+        "channel account passes its own check, http.listen is free and the public URL fits webhooks, a PostgreSQL "
+        "store answers with a schema this host can use, the data dir is writable with free space, no other host "
+        "holds it, the clock is right. Each problem comes with its fix. Exit 0 without errors, 1 with one, 2 "
+        "when DIR is not a config directory.",
     )
     add_dir_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")

@@ -13,6 +13,7 @@ from ishiki_host.cli.doctor.config import config_findings, load_checked
 from ishiki_host.cli.doctor.ingress import ingress_findings, webhook_accounts
 from ishiki_host.cli.doctor.local import data_dir_findings, lock_finding
 from ishiki_host.cli.doctor.models import model_findings
+from ishiki_host.cli.doctor.store import store_findings
 from ishiki_host.plugins.configdir import ConfigDir
 
 __all__ = ["examine"]
@@ -30,7 +31,8 @@ def examine(root: Path, seconds: float) -> list[Finding]:
 
 
 async def _network(config: ConfigDir, seconds: float, host_running: bool) -> tuple[list[Finding], Finding]:
-    """Models, channels and ingress concurrently, in that order; then the clock, dated by their answers."""
+    """Models, channels, ingress and the store concurrently, in that order; then the clock, dated by their
+    answers."""
     seen: list[DateSeen] = []
     parts: dict[str, list[Finding]] = {}
 
@@ -46,8 +48,12 @@ async def _network(config: ConfigDir, seconds: float, host_running: bool) -> tup
             config.host.http, hooks, seconds, host_running=host_running, transport=DateRecorder(seen)
         )
 
+    async def store() -> None:
+        parts["store"] = await store_findings(config.host.store, seconds)
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(models)
         tg.start_soon(channels)
         tg.start_soon(ingress)
-    return [*parts["models"], *parts["channels"], *parts["ingress"]], clock_finding(seen)
+        tg.start_soon(store)
+    return [*parts["models"], *parts["channels"], *parts["ingress"], *parts["store"]], clock_finding(seen)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
 
 __all__ = ["KEEP", "WindowCache"]
 
@@ -64,7 +64,7 @@ class WindowCache:
 
     def __init__(self) -> None:
         self._live: _Live | None = None
-        self._log: FactLog | None = None
+        self._log: FactLogProtocol | None = None
         self._generation = -1
         self.rebuilds = 0  # how many times the kept window was read again from the log (tests and benches)
 
@@ -72,7 +72,7 @@ class WindowCache:
         """Forget what is kept: the next selection reads the window from the log."""
         self._live = None
 
-    async def select(self, log: FactLog, params: WindowParams) -> Window:
+    async def select(self, log: FactLogProtocol, params: WindowParams) -> Window:
         """The window of ``params`` over ``log``, as ``select_window`` selects it."""
         if self._live is None or log is not self._log or log.generation != self._generation:
             return await self._rebuild(log, params)
@@ -86,7 +86,7 @@ class WindowCache:
         window = _select(live, params, len(new))
         return window if window is not None else await self._rebuild(log, params)
 
-    async def _rebuild(self, log: FactLog, params: WindowParams) -> Window:
+    async def _rebuild(self, log: FactLogProtocol, params: WindowParams) -> Window:
         self.rebuilds += 1
         self._live = live = await log.read_back(partial(_collect, limit=KEEP * max(params.budget, 1), params=params))
         self._log, self._generation = log, log.generation  # after the read: it may have read the file again

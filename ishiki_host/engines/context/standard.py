@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from ishiki_host.core.entries import Entry
-    from ishiki_host.core.factlog import FactLog
+    from ishiki_host.core.factlog_contract import FactLogProtocol
     from ishiki_host.core.turns import Step, TurnOutcome
     from ishiki_host.plugins.runtime_api import RuntimeContext
 
@@ -127,7 +127,7 @@ class StandardContext(AgentHooks):
         self.last_tokens = 0  # the estimated size of the last window selected
         self.window = WindowCache()
         self.projection = Projection(self._project_one)
-        self._watched: FactLog | None = None  # the log whose shrink_cache makes this give its copies back
+        self._watched: FactLogProtocol | None = None  # the log whose shrink_cache makes this give its copies back
 
     def hooks(self) -> AgentHooks:
         """The instance itself."""
@@ -149,7 +149,7 @@ class StandardContext(AgentHooks):
         used = estimate_messages_tokens(fixed, specs, estimator=self.estimator)
         return max(0, int(self.ctx.context_window * self.budget_ratio) - used)
 
-    async def select_entries(self, log: FactLog, step: Step) -> list[Entry]:
+    async def select_entries(self, log: FactLogProtocol, step: Step) -> list[Entry]:
         """Whole exchanges newest first inside the budget, headed by the current summary (see ``_window``),
         extended from the last step's window (see ``_cache``)."""
         if log is not self._watched:

@@ -39,8 +39,9 @@ cache goes into it, which grows to hold the window (up to ``max_cache_bytes`` of
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
@@ -59,6 +60,8 @@ from ishiki_host.store.pg.schema import migrate
 __all__ = ["PgFactLog"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 _HELD = """
 held AS (
@@ -113,6 +116,7 @@ class PgFactLog:
         self._max_cache_bytes = max_cache_bytes
         self._generation = 0
         self._on_shrink: list[Callable[[], None]] = []
+        self._on_close: list[Callable[[], Awaitable[None]]] = []
         self._last_id = 0
         self._durable_id = 0
         self._lock = anyio.Lock()
@@ -159,6 +163,11 @@ class PgFactLog:
         await migrate(book.pool)
 
     @property
+    def where(self) -> str:
+        """Where the log lives, for messages."""
+        return f"PostgreSQL fact log of {self.key}"
+
+    @property
     def closed(self) -> bool:
         """Whether ``close`` was called (or a lost lease closed it)."""
         return self._closed
@@ -187,15 +196,30 @@ class PgFactLog:
 
     async def close(self) -> None:
         """Make what was appended durable (unless ``never``); then no more appends or reads, and followers
-        waiting in ``wait_appended`` return. Idempotent; closed even when that last commit fails (raised after)."""
+        waiting in ``wait_appended`` return, and the ``on_close`` callbacks run. Idempotent; closed even when that
+        last commit fails (raised after).
+
+        A lease lost by then is said in the log and not raised: every append was committed when it returned,
+        so only a crash of the database server could lose what its last waiting commit would have covered, and
+        the host that took the runtime over makes it durable when it opens the log."""
         with anyio.CancelScope(shield=True):
-            async with self._lock:
-                if self._closed:
-                    return
-                try:
-                    await self.sync()
-                finally:
-                    self._shut()
+            try:
+                async with self._lock:
+                    if self._closed:
+                        return
+                    try:
+                        await self.sync()
+                    except LeaseLost as exc:
+                        logger.info("%s closed without its last durable commit: %s", self.where, exc)
+                    finally:
+                        self._shut()
+            finally:
+                callbacks, self._on_close = self._on_close, []
+                for callback in callbacks:
+                    try:
+                        await callback()
+                    except Exception:
+                        logger.exception("a close callback of %s failed", self.where)
 
     def _shut(self) -> None:
         self._closed = True
@@ -306,6 +330,10 @@ class PgFactLog:
     def on_shrink(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` each time ``shrink_cache`` runs (an idle runtime cooling)."""
         self._on_shrink.append(callback)
+
+    def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Await ``callback()`` once the log is closed (the fleet gives the runtime's lease up there)."""
+        self._on_close.append(callback)
 
     async def park(self) -> bool:
         """Nothing to give back: the log holds a pooled connection only while it reads or writes."""

@@ -58,6 +58,17 @@ UPDATE ishiki_inbox SET taken_token = %(token)s FROM waiting WHERE ishiki_inbox.
 RETURNING ishiki_inbox.seq, ishiki_inbox.body
 """
 _WAITING = "SELECT DISTINCT runtime_key FROM ishiki_inbox WHERE runtime_key = ANY(%s)"
+# The keys with events that ``holder`` may take now: waiting (never taken, or taken under a lease that is over),
+# and whose runtime is served by nobody else (no live lease, or ``holder``'s own).
+_OPEN = """
+SELECT DISTINCT waiting.runtime_key FROM ishiki_inbox AS waiting
+WHERE NOT EXISTS (
+    SELECT 1 FROM ishiki_leases AS lease
+    WHERE lease.name = 'runtime:' || waiting.runtime_key AND lease.expires_at > clock_timestamp()
+      AND (lease.holder <> %(holder)s OR lease.token = waiting.taken_token)
+)
+ORDER BY 1 LIMIT %(limit)s
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +113,45 @@ class Inbox:
         if items:
             async with self.pool.connection() as conn:
                 await conn.execute("DELETE FROM ishiki_inbox WHERE seq = ANY(%s)", ([i.seq for i in items],))
+
+    async def give_back(self, items: Collection[InboxItem]) -> None:
+        """Let ``items`` be taken again (their delivery failed here): the next ``take`` of their key, on this host
+        or on the next one to serve it, returns them."""
+        if items:
+            async with self.pool.connection() as conn:
+                await conn.execute(
+                    "UPDATE ishiki_inbox SET taken_token = NULL WHERE seq = ANY(%s)", ([i.seq for i in items],)
+                )
+
+    async def open_keys(self, holder: str, *, limit: int = 500) -> list[str]:
+        """The runtime keys with events ``holder`` may take now: waiting, and whose runtime nobody else serves
+        (no live lease on it, or ``holder``'s own). A host takes the lease of each and then its events."""
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(_OPEN, {"holder": holder, "limit": limit})
+            return [str(row[0]) for row in await cursor.fetchall()]
+
+    async def wakeups(self, holder: str) -> AsyncIterator[list[str]]:
+        """Batches of runtime keys whose events ``holder`` should look at: each key as its notification comes
+        (whoever serves it: the caller tells), and every ``poll_seconds`` the ``open_keys`` (what a missed
+        notification, or a host that died holding a lease, left waiting). Reconnects when the listening
+        connection breaks."""
+        while True:
+            try:
+                async with self.pool.connection() as listener:  # held for as long as it listens
+                    await listener.execute(f"LISTEN {CHANNEL}")
+                    try:
+                        yield await self.open_keys(holder)  # what came while nobody listened
+                        while True:
+                            keys: list[str] = []
+                            async for notice in listener.notifies(timeout=self.poll_seconds, stop_after=1):
+                                keys.append(notice.payload)
+                            yield keys or await self.open_keys(holder)
+                    finally:
+                        with anyio.CancelScope(shield=True), contextlib.suppress(psycopg.Error):
+                            await listener.execute("UNLISTEN *")  # it goes back to the pool
+            except psycopg.OperationalError as exc:
+                logger.warning("the inbox's listening connection broke (%s); listening again", exc)
+                await anyio.sleep(self.poll_seconds)
 
     async def arrivals(self, served: Callable[[], Collection[str]]) -> AsyncIterator[str]:
         """Runtime keys of ``served()`` with events waiting: each as its notification comes, and every

@@ -58,6 +58,12 @@ class LeaseKeeper:
             return None
         return held.lease
 
+    def remaining(self, name: str) -> float:
+        """Seconds left of the lease on ``name`` on this host's clock (0 when it is not held): never more than is
+        left on the database's (see the module docstring)."""
+        held = self._held.get(name)
+        return 0.0 if held is None else max(0.0, held.sent_at + self.book.seconds - self.clock.monotonic())
+
     @property
     def names(self) -> list[str]:
         """The names this host holds, in the order it took them."""

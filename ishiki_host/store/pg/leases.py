@@ -27,14 +27,17 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ishiki_host.errors import StoreError
+from ishiki_host.errors import FactLogError, StoreError
 from ishiki_host.store.pg.schema import migrate
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["Lease", "LeaseBook", "LeaseLost"]
+__all__ = ["RUNTIME_LEASE", "Lease", "LeaseBook", "LeaseLost", "runtime_lease_name"]
+
+RUNTIME_LEASE = "runtime:"
+"""The prefix of a runtime's lease name: ``runtime:<runtime key>`` (``runtime_lease_name``)."""
 
 _ACQUIRE = """
 INSERT INTO ishiki_leases AS held (name, holder, token, expires_at)
@@ -66,8 +69,17 @@ WHERE name = %(name)s AND expires_at > clock_timestamp()
 """
 
 
-class LeaseLost(StoreError):
-    """A write under a lease its host no longer holds (it expired, or another host took the name over)."""
+def runtime_lease_name(key: str) -> str:
+    """The name of the lease whose holder serves the runtime at ``key`` (a ``RuntimeKey``'s text)."""
+    return RUNTIME_LEASE + key
+
+
+class LeaseLost(FactLogError, StoreError):
+    """A write under a lease its host no longer holds (it expired, or another host took the name over).
+
+    A ``FactLogError`` too: a runtime whose log refuses an append for this reason stops and sends no apology
+    (``runtime.apology``), and a channel handing in an event is told to try again (``Host.dispatch``), which
+    reaches the host that serves the runtime now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +127,17 @@ class LeaseBook:
                 "DELETE FROM ishiki_leases WHERE name = %s AND holder = %s AND token = %s",
                 (lease.name, lease.holder, lease.token),
             )
+
+    async def expired(self, prefix: str, *, limit: int = 100) -> list[str]:
+        """The names starting with ``prefix`` whose lease ran out without being given up (``release`` deletes
+        the row): what a host that died, or froze, held. Oldest first."""
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT name FROM ishiki_leases WHERE starts_with(name, %s) AND expires_at <= clock_timestamp() "
+                "ORDER BY expires_at LIMIT %s",
+                (prefix, limit),
+            )
+            return [str(row[0]) for row in await cursor.fetchall()]
 
     async def current(self, name: str) -> Lease | None:
         """The live lease on ``name``, whoever holds it; ``None`` when nobody does."""

@@ -111,6 +111,42 @@ CREATE SEQUENCE IF NOT EXISTS ishiki_beat_tokens;
 """,
         ),
     ),
+    Migration(
+        3,
+        "the fleet's hosts and when each was last seen (store.pg.hosts); when each inbox event was put",
+        # Events already waiting get the upgrade's time as put_at: their true age is unknown, and the inbox is
+        # short-lived rows, so rewriting it for a volatile default costs little.
+        (
+            """
+CREATE TABLE IF NOT EXISTS ishiki_hosts (
+    holder text PRIMARY KEY CHECK (length(holder) > 0),
+    name text NOT NULL,
+    pid integer,
+    version text,
+    started_at timestamptz NOT NULL,
+    seen_at timestamptz NOT NULL,
+    stopped_at timestamptz
+);
+ALTER TABLE ishiki_inbox ADD COLUMN IF NOT EXISTS put_at timestamptz NOT NULL DEFAULT clock_timestamp();
+""",
+        ),
+    ),
+    Migration(
+        4,
+        "each due slot of a host's heartbeat claimed by one host of the fleet (store.pg.slots)",
+        (
+            """
+CREATE TABLE IF NOT EXISTS ishiki_beat_slots (
+    beat_id text NOT NULL,
+    due_at double precision NOT NULL,
+    holder text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (beat_id, due_at)
+);
+CREATE INDEX IF NOT EXISTS ishiki_beat_slots_claimed ON ishiki_beat_slots (claimed_at);
+""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = PG_MIGRATIONS[-1].version

@@ -30,3 +30,9 @@ class OneBotChannel(Channel):
         """The connection of one account (``HostConfigInvalid`` when the entry is invalid); back-off jitter
         is drawn from ``ctx.rng`` (seeded runs replay exactly)."""
         return OneBotConnection(ctx, OneBotAccount.from_config(account), rng=ctx.rng)
+
+    def exclusive(self, account: Mapping[str, Any]) -> bool:
+        """In a fleet of hosts: events posted over HTTP may reach any host behind the load balancer; a
+        forward WebSocket is one host's at a time (the implementation sends each event once, on one socket),
+        as is a reverse one (the implementation connects to one address)."""
+        return bool(account.get("mode", "forward") != "http")

@@ -37,6 +37,11 @@ class TelegramChannel(Channel):
         """
         return make_connection(ctx, TelegramAccount.from_config(account), rng=ctx.rng)
 
+    def exclusive(self, account: Mapping[str, Any]) -> bool:
+        """In a fleet of hosts: long polling is one host's at a time (a second ``getUpdates`` of the token is
+        refused with 409 Conflict); a webhook's updates may reach any host behind the load balancer."""
+        return bool(account.get("mode", "polling") != "webhook")
+
     async def diagnose(self, account: Mapping[str, Any], *, seconds: float, state_dir: Path) -> Sequence[Finding]:
         """For ``ishiki doctor``: ``getMe`` (the bot and the latency, or the refused token with its fix) and,
         in webhook mode, ``getWebhookInfo``; each call cut at ``seconds`` (``ishiki_channel_telegram.diagnosis``)."""

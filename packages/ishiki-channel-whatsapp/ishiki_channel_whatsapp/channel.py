@@ -41,6 +41,11 @@ class WhatsAppChannel(Channel):
             return CloudConnection(ctx, CloudAccount.from_config(account), rng=ctx.rng)
         return create_web_connection(ctx, account)
 
+    def exclusive(self, account: Mapping[str, Any]) -> bool:
+        """In a fleet of hosts: a linked device (``web``) is one host's at a time (the session is one
+        connection); the Cloud API's webhooks may reach any host behind the load balancer."""
+        return bool(account.get("backend") != "cloud")
+
     async def diagnose(self, account: Mapping[str, Any], *, seconds: float, state_dir: Path) -> Sequence[Finding]:
         """For ``ishiki doctor``: ``cloud`` asks the Graph API for the number (cut at ``seconds``); ``web`` reads
         the linked device's session in ``state_dir`` (the account's state directory).

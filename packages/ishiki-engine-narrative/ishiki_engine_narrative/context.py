@@ -31,7 +31,7 @@ from ishiki_engine_narrative.updater import NarrativeUpdater
 from ishiki_engine_narrative.window import Scan, is_message, latest_narrative, project_window, scan_window
 
 if TYPE_CHECKING:
-    from ishiki_host import Entry, FactLog, Message, Priority, RuntimeContext, Step, TurnOutcome
+    from ishiki_host import Entry, FactLogProtocol, Message, Priority, RuntimeContext, Step, TurnOutcome
 
 __all__ = ["NarrativeContext", "NarrativeContextEngine"]
 
@@ -62,7 +62,7 @@ class NarrativeContext(AgentHooks):
             return None
         return story_block(Narrative.from_entry(entry), entry.id)
 
-    async def select_entries(self, log: FactLog, step: Step) -> list[Entry]:
+    async def select_entries(self, log: FactLogProtocol, step: Step) -> list[Entry]:
         """The window: what came after the narrative, capped (folding the overflow first, once per turn)."""
         scan = await self._scan(log)
         if scan.messages_after > self._max and self._catch_up_turn != step.turn.number:
@@ -99,10 +99,10 @@ class NarrativeContext(AgentHooks):
                     log, scan.narrative, part, reason="turn", priority="background", after_turn=outcome.turn
                 )
 
-    async def _scan(self, log: FactLog) -> Scan:
+    async def _scan(self, log: FactLogProtocol) -> Scan:
         return await log.read_back(partial(scan_window, recent=self._recent, limit=self._max * _FOLD_FACTOR))
 
-    async def _catch_up(self, log: FactLog, scan: Scan, priority: Priority) -> Scan:
+    async def _catch_up(self, log: FactLogProtocol, scan: Scan, priority: Priority) -> Scan:
         # Not behind the lock: a background update may wait a long while for the gateway to let it go, and
         # the turn must not wait for it (both results are valid stories; the newer entry wins).
         part = _older_part(scan.after, keep=self._max // 2)

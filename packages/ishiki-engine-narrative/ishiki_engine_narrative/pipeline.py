@@ -40,7 +40,7 @@ from ishiki_engine_narrative.window import latest_narrative
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ishiki_host import FactLog, LanguageModel, ModelRequest, Step, Usage
+    from ishiki_host import FactLogProtocol, LanguageModel, ModelRequest, Step, Usage
 
     from ishiki_engine_narrative.config import RoleSettings
 
@@ -81,7 +81,7 @@ class Pipeline:
 
     def __init__(
         self,
-        log: FactLog,
+        log: FactLogProtocol,
         roles: Mapping[str, RoleSettings],
         model: LanguageModel,
         state: StepState,

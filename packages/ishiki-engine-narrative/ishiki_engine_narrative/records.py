@@ -19,7 +19,7 @@ from ishiki_engine_narrative._text import clip
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ishiki_host import FactLog, ModelRequest, ModelResult
+    from ishiki_host import FactLogProtocol, ModelRequest, ModelResult
 
 __all__ = ["ROLE_KIND", "UPDATE_KIND", "Recorder", "add_usage", "describe_error"]
 
@@ -49,7 +49,7 @@ def add_usage(usages: Iterable[Usage]) -> Usage:
 class Recorder:
     """Appends role records for one step (``turn`` and ``step`` are ``None`` outside an agent's turn)."""
 
-    log: FactLog
+    log: FactLogProtocol
     turn: int | None
     step: int | None
     narrative: int | None

@@ -23,7 +23,7 @@ from ishiki_engine_narrative.transcript import render_story, render_transcript
 from ishiki_engine_narrative.window import is_message, project_window
 
 if TYPE_CHECKING:
-    from ishiki_host import Entry, FactLog, LanguageModel, Priority
+    from ishiki_host import Entry, FactLogProtocol, LanguageModel, Priority
 
     from ishiki_engine_narrative.config import RoleSettings
 
@@ -73,7 +73,7 @@ class NarrativeUpdater:
 
     async def fold(
         self,
-        log: FactLog,
+        log: FactLogProtocol,
         previous: Entry | None,
         entries: Sequence[Entry],
         *,

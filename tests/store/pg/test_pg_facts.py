@@ -68,18 +68,23 @@ async def test_two_writers_under_one_lease_cannot_interleave(pg_pool: AsyncConne
         await two.append("message", {"text": "two"})  # its id 1 is taken: refused, not interleaved
 
 
-async def test_a_lost_lease_refuses_the_commit_that_makes_a_turn_durable_and_closes_the_log(
+async def test_a_lost_lease_refuses_the_commit_that_makes_a_turn_durable_and_the_log_still_closes(
     pg_pool: AsyncConnectionPool[Any],
 ) -> None:
     book = await book_of(pg_pool)
     lease = await book.acquire(f"runtime:{KEY}")
     assert lease is not None
     log = await PgFactLog.open(book, lease, KEY)
+    closed: list[bool] = []
+
+    async def on_close() -> None:
+        closed.append(log.closed)
+
+    log.on_close(on_close)
     await log.append("message", {"text": "step"}, turn=1)  # committed, not yet waited for
     await book.release(lease)
-    with pytest.raises(LeaseLost):
-        await log.close()  # its sync is fenced too
-    assert (log.closed, log.durable_id) == (True, 0)
+    await log.close()  # its sync is fenced too: refused, said in the log, and the log closes (the lease is gone)
+    assert (log.closed, log.durable_id, closed) == (True, 0, [True])
     await log.close()  # closed already: nothing to do
     with pytest.raises(LeaseLost):
         await PgFactLog.open(book, lease, KEY)  # opening makes what is there durable: under the lease only

@@ -26,7 +26,15 @@ async def test_an_empty_database_is_brought_to_the_current_version_once(pg_pool:
     assert await schema_version(pg_pool) == 0
     assert await migrate(pg_pool) == 0
     assert await schema_version(pg_pool) == SCHEMA_VERSION
-    assert {"ishiki_leases", "ishiki_facts", "ishiki_fact_marks", "ishiki_inbox"} <= await tables(pg_pool)
+    assert SCHEMA_VERSION == 4
+    assert {
+        "ishiki_leases",
+        "ishiki_facts",
+        "ishiki_fact_marks",
+        "ishiki_inbox",
+        "ishiki_hosts",
+        "ishiki_beat_slots",
+    } <= await tables(pg_pool)
     assert await migrate(pg_pool) == SCHEMA_VERSION  # the second time: nothing to do
 
 
@@ -72,3 +80,16 @@ async def test_a_failing_step_leaves_the_database_as_it_was(pg_pool: AsyncConnec
     assert await schema_version(pg_pool) == 0  # not even the steps before the broken one
     assert "ishiki_half" not in await tables(pg_pool)
     assert "ishiki_leases" not in await tables(pg_pool)
+
+
+async def test_version_3_dates_the_events_already_waiting(pg_pool: AsyncConnectionPool[Any]) -> None:
+    assert await migrate(pg_pool, PG_MIGRATIONS[:2]) == 0
+    async with pg_pool.connection() as conn:
+        await conn.execute("INSERT INTO ishiki_inbox (runtime_key, body) VALUES ('ana/x:1/private:1', 'before')")
+    assert await migrate(pg_pool) == 2
+    async with pg_pool.connection() as conn:
+        cursor = await conn.execute("SELECT put_at IS NOT NULL, put_at <= clock_timestamp() FROM ishiki_inbox")
+        assert await cursor.fetchall() == [(True, True)]  # the upgrade's time: its true age is unknown
+        await conn.execute("INSERT INTO ishiki_inbox (runtime_key, body) VALUES ('ana/x:1/private:1', 'after')")
+        cursor = await conn.execute("SELECT count(*) FROM ishiki_inbox WHERE put_at IS NOT NULL")
+        assert await cursor.fetchone() == (2,)

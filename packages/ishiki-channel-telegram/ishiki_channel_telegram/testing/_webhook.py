@@ -9,6 +9,8 @@ a lean client of the fake's own (``_client``), so a benchmark measures the bot's
 Telegram only calls ``https`` URLs on ports 443, 80, 88 and 8443, and ``setWebhook`` refuses others with
 Telegram's wording. A test's server listens on plain HTTP on a loopback port, so ``proxy(public, local)``
 stands for the reverse proxy in front of a real bot: a webhook under ``public`` is delivered to ``local``.
+Given several local URLs (``proxy(public, a, b, c)``: hosts of one fleet behind a load balancer), each
+request goes to the next of them in turn; one that does not answer fails that delivery, which stays queued.
 A URL no proxy covers cannot be reached (``Failed to resolve host``), as a name without DNS would be.
 """
 
@@ -54,7 +56,8 @@ class Webhooks:
         self.webhook_max_connections = 40
         self.webhook_deliveries: list[WebhookDelivery] = []
         self._last_error: tuple[int, str] | None = None  # (date, message), as getWebhookInfo reports it
-        self._proxies: dict[str, str] = {}
+        self._proxies: dict[str, tuple[str, ...]] = {}
+        self._balanced = 0  # the requests a load balancer (``proxy`` with several URLs) has spread so far
 
     def _wanted(self, kind: str) -> bool:
         raise NotImplementedError  # FakeBotAPI's: whether ``allowed_updates`` lets an update of ``kind`` out
@@ -62,10 +65,11 @@ class Webhooks:
     def _notify(self) -> None:
         raise NotImplementedError  # FakeBotAPI's: wake whoever waits in ``until``
 
-    def proxy(self, public_url: str, local_url: str) -> None:
+    def proxy(self, public_url: str, local_url: str, *more: str) -> None:
         """Deliver webhooks whose URL starts with ``public_url`` to ``local_url`` and the rest of the path (a
-        reverse proxy, e.g. ``proxy("https://bot.example.com", ingress.base_url)``)."""
-        self._proxies[public_url.rstrip("/")] = local_url.rstrip("/")
+        reverse proxy, e.g. ``proxy("https://bot.example.com", ingress.base_url)``); with ``more`` URLs, each
+        request to the next of them in turn (a load balancer in front of several hosts)."""
+        self._proxies[public_url.rstrip("/")] = tuple(url.rstrip("/") for url in (local_url, *more))
 
     async def deliver(self, *, concurrency: int = 1) -> list[WebhookDelivery]:
         """Post each queued update to the webhook once, ``concurrency`` at a time (in update order when 1);
@@ -147,9 +151,10 @@ class Webhooks:
     def _reachable(self) -> str:
         """The URL a request to the webhook really goes to (through a ``proxy``)."""
         url = self.webhook_url or ""
-        for public, local in self._proxies.items():
+        for public, locals_ in self._proxies.items():
             if url == public or url.startswith(public + "/"):
-                return local + url[len(public) :]
+                self._balanced += 1
+                return locals_[self._balanced % len(locals_)] + url[len(public) :]
         raise _Unreachable("Failed to resolve host: Name or service not known")
 
     def _set_webhook(self, request: Request) -> bool:

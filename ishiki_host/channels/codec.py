@@ -1,9 +1,11 @@
-"""The JSON form of what crosses between a supervisor and its workers: the public event and result types.
+"""The JSON form of the channel types that travel between processes: events, attachments, sends, drafts.
 
-Each ``*_json`` has its inverse ``*_from``; bytes travel as base64. A value that does not decode raises
-``FrameError`` (the link that sent it is reset, as for a frame that does not parse): the sender retries from
-what is durable. Events use their own stored form (``IshikiEvent.to_dict``), so a worker reads exactly what a
-fact log would hold.
+What crosses between a supervisor and its workers (``ishiki_host.workers``), and what a host of a fleet puts in
+the fleet's inbox for the host that serves the runtime (``ishiki_host.host.fleet``). Each ``*_json`` has its
+inverse ``*_from``; bytes travel as base64. A value that does not decode raises ``FrameError`` (a worker's link
+that sent it is reset, as for a frame that does not parse; an inbox event is set aside): the sender retries
+from what is durable. Events use their own stored form (``IshikiEvent.to_dict``), so the receiver reads exactly
+what a fact log would hold.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from typing import Any, cast
 
 from ishiki_host.channels.base import Draft, InboundAttachment, OutboundFile, SendResult, TurnActivity
 from ishiki_host.channels.events import IshikiEvent
-from ishiki_host.errors import EventInvalid
+from ishiki_host.errors import EventInvalid, IshikiError
 from ishiki_host.jsontypes import Json
 from ishiki_host.resources import Blob
-from ishiki_host.workers.wire import FrameError
 
 __all__ = [
+    "FrameError",
     "activity_from",
     "activity_json",
     "attachment_from",
@@ -37,6 +39,10 @@ __all__ = [
 ]
 
 _ACTIVITY_STATES = ("thinking", "tool", "writing", "done")
+
+
+class FrameError(IshikiError):
+    """A frame between processes (or a message or value in it) that does not parse."""
 
 
 def bytes_json(data: bytes) -> str:

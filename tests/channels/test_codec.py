@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 
 from ishiki_host.channels.base import Draft, InboundAttachment, OutboundFile, SendResult, TurnActivity
-from ishiki_host.channels.events import IshikiEvent, Quote, User
-from ishiki_host.resources import Blob
-from ishiki_host.workers.codec import (
+from ishiki_host.channels.codec import (
     activity_from,
     activity_json,
     attachment_from,
@@ -25,6 +23,8 @@ from ishiki_host.workers.codec import (
     result_from,
     result_json,
 )
+from ishiki_host.channels.events import IshikiEvent, Quote, User
+from ishiki_host.resources import Blob
 from ishiki_host.workers.wire import FrameError
 
 
