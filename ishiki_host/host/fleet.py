@@ -131,6 +131,9 @@ class Fleet:
         self.placement = FleetPlacement(self)
         self.clock = clock
         self.routes: RouteTable | None = None
+        # Whether this host can answer in a runtime's channel: a chat of an exclusive account (a linked device)
+        # is served where the account's connection runs, never on a host standing by for it (set by the host).
+        self.can_serve: Callable[[RuntimeKey], bool] = lambda key: True
         self._account_lost: dict[str, Callable[[], None]] = {}
         self._draining: set[str] = set()
         self._again: set[str] = set()
@@ -198,8 +201,14 @@ class Fleet:
         return self.keeper.remaining(runtime_lease_name(str(key))) >= self.settings.lease_seconds / 4
 
     async def take(self, key: RuntimeKey) -> Lease | None:
-        """This host's lease on ``key``: the one it holds, or a new one; ``None`` while another host holds it."""
-        return self.held(key) or await self.keeper.hold(runtime_lease_name(str(key)))
+        """This host's lease on ``key``: the one it holds, or a new one; ``None`` while another host holds it,
+        or while this host cannot speak in the runtime's channel (``can_serve``)."""
+        held = self.held(key)
+        if held is not None:
+            return held
+        if not self.can_serve(key):
+            return None
+        return await self.keeper.hold(runtime_lease_name(str(key)))
 
     async def hold_account(self, label: str, lost: Callable[[], None]) -> None:
         """Return once this host holds the lease of the exclusive account ``label`` (``AccountLeases``), trying
@@ -234,7 +243,7 @@ class Fleet:
         if key is not None and route is not None and route.stop_runtime(key, "lease lost"):
             logger.warning("runtime %s stopped here: its lease is no longer this host's", key)
 
-    # -- the inbox --------------------------------------------------------------------------------------
+    # -- takeover ---------------------------------------------------------------------------------------
 
     async def _take_over(self) -> None:
         """Every ``poll_seconds``: respawn here the runtimes whose host died holding them (see the module
@@ -259,6 +268,8 @@ class Fleet:
                 except Exception:
                     logger.exception("runtime %s could not be respawned here", key)
                     await self.let_go(key)
+
+    # -- the inbox --------------------------------------------------------------------------------------
 
     async def _watch_inbox(self, tg: TaskGroup) -> None:
         async for keys in self.inbox.wakeups(self.holder):
@@ -335,6 +346,11 @@ class FleetPlacement:
                 return RuntimeDelivery(runtime, entry)
             except LeaseLost:
                 pass  # taken over meanwhile: the new owner gets it through the inbox
+            except RuntimeStartFailed:
+                if fleet.held(key) is not None:
+                    await fleet.let_go(key)
+                    raise
+                # The lease went while the runtime started (its log refused to open): the owner gets it.
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     await fleet.let_go(key)
@@ -346,8 +362,8 @@ class FleetPlacement:
         """Deliver an event taken from the inbox to the runtime at ``key`` on this host (which holds its lease)."""
         route = self._fleet.routes.lookup(event.sid, event.channel_id) if self._fleet.routes is not None else None
         if route is None or route.key_for(event.sid, event.channel_id) != key:
-            logger.warning("inbox event %s for %s: no active profile here takes it; dropped", event.message_id, key)
-            return
+            # A profile reloading, or one this host's config lacks: the event waits in the inbox, not lost.
+            raise AgentStopped(f"inbox event {event.message_id} for {key}: no active profile here takes it now")
         await route.deliver(key, event, attachments)
 
 

@@ -291,6 +291,8 @@ class Host:
         if fleet is not None:
             self._shared_parts.logs = fleet.logs
             self._shared_parts.speaks = fleet.speaks
+            directory = self.directory
+            fleet.can_serve = lambda key: key.sid is None or directory.connection(key.sid) is not None
         if role.fetchers is not None:
             self._shared_parts.fetchers = role.fetchers
         tg = self._tg = await self._stack.enter_async_context(anyio.create_task_group())

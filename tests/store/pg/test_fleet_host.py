@@ -184,11 +184,19 @@ async def test_an_exclusive_account_runs_on_one_host_and_the_other_takes_it_when
             standby = b.host.channels.status()["fake#0"]["state"]
             running = a.host.channels.status()["fake#0"]["state"]
             b_ready = b.host.report()["ready"]
+            assert b.host.fleet is not None
+            bot = a.channel()
+            await b.host.fleet.inbox.put(str(KEY), encode_inbox_body(bot.event("hi", message_id="x1"), ()))
+            with anyio.fail_after(60):
+                await bot.wait_sent(1)  # answered by the host that runs the account, never by one standing by
+            served_by_b = dict(route(b).runtimes)
         # host b stopped while standing by; now host a stops and gives the account up
     async with make_host(profiles=profiles, host=exclusive.replace("name: a", "name: c")) as c:
         await connected(c)
         taken = c.host.channels.status()["fake#0"]["state"]
     assert (running, standby, taken) == ("running", "standby", "running")
+    assert [m.text for m in bot.sent] == ["re: hi"]
+    assert served_by_b == {}
     assert b_ready == {"ready": True, "problems": []}  # standing by is not a fault
 
 
