@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,56 +135,43 @@ class Inbox:
         (whoever serves it: the caller tells), and every ``poll_seconds`` the ``open_keys`` (what a missed
         notification, or a host that died holding a lease, left waiting). Reconnects when the listening
         connection breaks."""
-        while True:
-            try:
-                async with self.pool.connection() as listener:  # held for as long as it listens
-                    await listener.execute(f"LISTEN {CHANNEL}")
-                    try:
-                        yield await self.open_keys(holder)  # what came while nobody listened
-                        while True:
-                            keys: list[str] = []
-                            async for notice in listener.notifies(timeout=self.poll_seconds, stop_after=1):
-                                keys.append(notice.payload)
-                            yield keys or await self.open_keys(holder)
-                    finally:
-                        with anyio.CancelScope(shield=True), contextlib.suppress(psycopg.Error):
-                            await listener.execute("UNLISTEN *")  # it goes back to the pool
-            except psycopg.OperationalError as exc:
-                logger.warning("the inbox's listening connection broke (%s); listening again", exc)
-                await anyio.sleep(self.poll_seconds)
+        async for keys in self._listen(lambda: self.open_keys(holder)):
+            yield keys
 
     async def arrivals(self, served: Callable[[], Collection[str]]) -> AsyncIterator[str]:
         """Runtime keys of ``served()`` with events waiting: each as its notification comes, and every
         ``poll_seconds`` each one the table holds events for (a notification missed while not listening).
         Reconnects when the listening connection breaks."""
+        async for keys in self._listen(lambda: self._waiting(served())):
+            for key in keys:
+                if key in served():
+                    yield key
+
+    async def _listen(self, poll: Callable[[], Awaitable[list[str]]]) -> AsyncIterator[list[str]]:
+        """What ``poll()`` finds once listening, then each notified key as it comes, with what ``poll()`` finds
+        every ``poll_seconds``; listening again when the connection breaks."""
         while True:
             try:
                 async with self.pool.connection() as listener:  # held for as long as it listens
                     await listener.execute(f"LISTEN {CHANNEL}")
                     try:
-                        for key in await self._waiting(served()):  # what came while nobody listened
-                            yield key
-                        async for key in self._notified(listener, served):
-                            yield key
+                        polled = anyio.current_time()
+                        yield await poll()  # what came while nobody listened
+                        while True:
+                            notified = listener.notifies(timeout=self.poll_seconds, stop_after=1)
+                            keys = [notice.payload async for notice in notified]
+                            # The poll, at least every poll_seconds even while notifications keep coming: one
+                            # may have been missed, or a host died holding what waits.
+                            if not keys or anyio.current_time() - polled >= self.poll_seconds:
+                                polled = anyio.current_time()
+                                keys = sorted({*keys, *await poll()})
+                            yield keys
                     finally:
                         with anyio.CancelScope(shield=True), contextlib.suppress(psycopg.Error):
                             await listener.execute("UNLISTEN *")  # it goes back to the pool
             except psycopg.OperationalError as exc:
                 logger.warning("the inbox's listening connection broke (%s); listening again", exc)
                 await anyio.sleep(self.poll_seconds)
-
-    async def _notified(
-        self, listener: psycopg.AsyncConnection[Any], served: Callable[[], Collection[str]]
-    ) -> AsyncIterator[str]:
-        while True:
-            keys: list[str] = []
-            async for notice in listener.notifies(timeout=self.poll_seconds, stop_after=1):
-                if notice.payload in served():
-                    keys.append(notice.payload)
-            if not keys:
-                keys = await self._waiting(served())  # the poll: a notification may have been missed
-            for key in keys:
-                yield key
 
     async def _waiting(self, keys: Collection[str]) -> list[str]:
         if not keys:

@@ -1,8 +1,11 @@
 """The overview (``/``): the profiles with their state, the channels, the host plugins, how busy the host has
-been, and the Reload button (``POST /reload``, audited). ``/api/overview`` is the same as JSON.
+been, this host's part of a fleet, and the Reload button (``POST /reload``, audited). ``/api/overview`` is the
+same as JSON.
 
 Everything comes from ``ctx.profiles()`` and ``ctx.status()`` (masked): turns per minute and errors in the last
-hour are the report's ``activity`` block, shown as "not reported" by a host whose report has none.
+hour are the report's ``activity`` block, shown as "not reported" by a host whose report has none. A host on a
+shared store (``store: postgresql://...``) reports ``fleetHost``, shown as the Fleet panel (absent otherwise), and
+a channel account it leaves to another host of the fleet is on ``standby``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ if TYPE_CHECKING:
     from ishiki_dashboard.app import Dashboard, DashRequest
 
 __all__ = ["overview_data", "register"]
+
+_STANDBY = "standby (another host of the fleet runs it)"
+"""How the overview shows a channel account on ``standby``."""
 
 
 def register(dash: Dashboard) -> None:
@@ -64,6 +70,9 @@ def overview_data(dash: Dashboard) -> dict[str, Json]:
         "activity": report.get("activity"),
         "ready": report.get("ready"),
     }
+    fleet = report.get("fleetHost")
+    if isinstance(fleet, Mapping):
+        data["fleetHost"] = fleet
     shown = masked(data)
     assert isinstance(shown, dict)
     return shown
@@ -82,9 +91,13 @@ def _profiles(profiles: list[Any]) -> Safe:
     return table(["Profile", "State", "Runtimes alive", "Details"], rows, empty="no profile directory")
 
 
+def _state(state: object) -> Safe:
+    return badge(_STANDBY if state == "standby" else state)
+
+
 def _supervised(entries: Mapping[str, Any], first: str) -> Safe:
     rows = [
-        (name, badge(e.get("state", "?")), e.get("restarts", 0), e.get("errors", 0), e.get("error") or "")
+        (name, _state(e.get("state", "?")), e.get("restarts", 0), e.get("errors", 0), e.get("error") or "")
         for name, e in sorted(entries.items())
         if isinstance(e, Mapping)
     ]
@@ -108,6 +121,22 @@ def _activity(activity: Any) -> Safe:
     return Safe(f'<div class="cards">{body}</div>')
 
 
+def _fleet(fleet: Any) -> Safe:
+    if not isinstance(fleet, Mapping):
+        return esc("")
+    accounts = fleet.get("accountLeases")
+    held = ", ".join(str(a) for a in accounts) if isinstance(accounts, list) and accounts else "none"
+    row = (
+        fleet.get("holder", "?"),
+        tag("span", fleet.get("store", "?"), cls="mono"),
+        fleet.get("runtimeLeases", "?"),
+        held,
+        f"{fleet.get('leaseSeconds', '?')} s",
+    )
+    headers = ["This host", "Store", "Runtime leases", "Channel accounts leased", "Lease period"]
+    return section("Fleet", table(headers, [row]))
+
+
 def render(dash: Dashboard, data: Mapping[str, Any]) -> str:
     """The overview's body."""
     host = data["host"]
@@ -127,6 +156,7 @@ def render(dash: Dashboard, data: Mapping[str, Any]) -> str:
         tag("div", Safe(f"{summary} {reload}"), cls="toolbar"),
         Safe("".join(tag("p", p, cls="error") for p in problems)),
         _activity(data.get("activity")),
+        _fleet(data.get("fleetHost")),
         section("Profiles", _profiles(data["profiles"])),
         section("Channels", _supervised(data["channels"], "Account")),
         section("Host plugins", _supervised(data["plugins"], "Plugin")),
