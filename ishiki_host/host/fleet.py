@@ -41,6 +41,7 @@ from ishiki_host.errors import AgentStopped, FactLogError, RuntimeStartFailed
 from ishiki_host.host.delivery import RuntimeDelivery
 from ishiki_host.jsontypes import Json
 from ishiki_host.store.pg.facts import PgFactLog
+from ishiki_host.store.pg.fleetview import fleet_status
 from ishiki_host.store.pg.hosts import HostBook
 from ishiki_host.store.pg.inbox import Inbox
 from ishiki_host.store.pg.keeper import LeaseKeeper
@@ -134,6 +135,7 @@ class Fleet:
         # Whether this host can answer in a runtime's channel: a chat of an exclusive account (a linked device)
         # is served where the account's connection runs, never on a host standing by for it (set by the host).
         self.can_serve: Callable[[RuntimeKey], bool] = lambda key: True
+        self.view: dict[str, Json] | None = None  # the whole fleet as last read (``fleetview``), for the status
         self._account_lost: dict[str, Callable[[], None]] = {}
         self._draining: set[str] = set()
         self._again: set[str] = set()
@@ -161,6 +163,7 @@ class Fleet:
             await tg.start(self.hosts.run, self.clock, self.settings.lease_seconds / 3)
             tg.start_soon(self._watch_inbox, tg)
             tg.start_soon(self._take_over)
+            tg.start_soon(self._observe)
             task_status.started()
 
     async def aclose(self) -> None:
@@ -176,7 +179,8 @@ class Fleet:
             await self.pool.close()
 
     def status(self) -> dict[str, Json]:
-        """This host's part of the fleet for ``Host.status``: who it is, on which store, what it holds."""
+        """This host's part of the fleet for ``Host.status``: who it is, on which store, what it holds, and the
+        fleet as last read (``fleet``: hosts, leases, the inbox; ``None`` before the first read)."""
         names = self.keeper.names
         return {
             "holder": self.holder,
@@ -186,7 +190,18 @@ class Fleet:
                 name.removeprefix(ACCOUNT_LEASE) for name in names if name.startswith(ACCOUNT_LEASE)
             ),
             "leaseSeconds": self.settings.lease_seconds,
+            "fleet": self.view,
         }
+
+    async def _observe(self) -> None:
+        """Every ``poll_seconds``: read the whole fleet (hosts, leases, the inbox's lag) for ``status``, which
+        must answer without a database call (the dashboard and ``/readyz`` ask it often)."""
+        while True:
+            try:
+                self.view = await fleet_status(self.pool, alive_seconds=self.settings.lease_seconds)
+            except Exception as exc:  # the database is away: the last view stays, with its age
+                logger.debug("reading the fleet failed: %s", exc)
+            await self.clock.sleep(self.settings.poll_seconds)
 
     # -- ownership --------------------------------------------------------------------------------------
 

@@ -100,7 +100,14 @@ async def test_the_fleet_panel_escapes_every_value() -> None:
         "runtimeLeases": 3,
         "accountLeases": ["telegram#0", "<i>x</i>#1"],
         "leaseSeconds": 15.0,
-    }
+        "fleet": {
+            "hosts": [
+                {"name": "<b>web-2</b>", "holder": "web-2/77aa00bb", "alive": False, "seenSecondsAgo": 612.4,
+                 "runtimeLeases": 0, "accountLeases": 0},
+            ],
+            "inbox": {"waiting": 2, "taken": 0, "lagSeconds": 7.6},
+        },
+    }  # fmt: skip
     data: dict[str, Any] = {"host": {}, "profiles": [], "channels": {}, "plugins": {}, "fleetHost": fleet}
     page = render(Stub(), data)  # type: ignore[arg-type]  # render reads only dash.url
     assert "&lt;b&gt;web-1&lt;/b&gt;/3f2a9c1d" in page
@@ -108,6 +115,9 @@ async def test_the_fleet_panel_escapes_every_value() -> None:
     assert "<td>3</td>" in page
     assert "telegram#0, &lt;i&gt;x&lt;/i&gt;#1" in page
     assert "<td>15.0 s</td>" in page
+    assert "<td>&lt;b&gt;web-2&lt;/b&gt;</td>" in page  # every host of the fleet as last read, escaped too
+    assert "<td>gone</td><td>612 s ago</td>" in page
+    assert "Inbox: 2 waiting, the oldest for 8 s" in page
     assert "<b>" not in page
     assert "<i>" not in page
 

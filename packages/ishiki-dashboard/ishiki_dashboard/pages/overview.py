@@ -134,7 +134,35 @@ def _fleet(fleet: Any) -> Safe:
         f"{fleet.get('leaseSeconds', '?')} s",
     )
     headers = ["This host", "Store", "Runtime leases", "Channel accounts leased", "Lease period"]
-    return section("Fleet", table(headers, [row]))
+    return section("Fleet", Safe(str(table(headers, [row])) + str(_fleet_hosts(fleet.get("fleet")))))
+
+
+def _seconds(value: object) -> str:
+    return f"{float(value):.0f} s" if isinstance(value, int | float) else "?"
+
+
+def _fleet_hosts(view: Any) -> Safe:
+    """Every host of the fleet as last read by this one, and the inbox's lag (events waiting for their owner)."""
+    if not isinstance(view, Mapping) or not isinstance(view.get("hosts"), list):
+        return esc("")
+    rows = [
+        (
+            h.get("name", "?"),
+            tag("span", h.get("holder", "?"), cls="mono"),
+            "alive" if h.get("alive") else "gone",
+            f"{_seconds(h.get('seenSecondsAgo'))} ago",
+            h.get("runtimeLeases", "?"),
+            h.get("accountLeases", "?"),
+        )
+        for h in view["hosts"]
+        if isinstance(h, Mapping)
+    ]
+    found = view.get("inbox")
+    inbox: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    lag = inbox.get("lagSeconds")
+    waiting = f"{inbox.get('waiting', 0)} waiting" + (f", the oldest for {_seconds(lag)}" if lag is not None else "")
+    headers = ["Host", "Holder", "State", "Seen", "Runtime leases", "Account leases"]
+    return Safe(str(table(headers, rows)) + str(tag("p", f"Inbox: {waiting}")))
 
 
 def render(dash: Dashboard, data: Mapping[str, Any]) -> str:
