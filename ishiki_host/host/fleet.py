@@ -209,11 +209,21 @@ class Fleet:
         """This host's lease on the runtime at ``key``, while it holds one."""
         return self.keeper.lease(runtime_lease_name(str(key)))
 
-    def speaks(self, key: RuntimeKey) -> bool:
-        """Whether the runtime at ``key`` may send from this host: while at least a quarter of its lease is left
-        on this host's clock (renewals keep two thirds of it). A host that froze past its lease and woke has
-        none left, so what its runtime was about to send is not sent twice (the new owner decides again)."""
-        return self.keeper.remaining(runtime_lease_name(str(key))) >= self.settings.lease_seconds / 4
+    async def fence(self, key: RuntimeKey) -> None:
+        """Return when the runtime at ``key`` may send from this host; ``LeaseLost`` when it may not.
+
+        With at least a quarter of its lease left on this host's clock (renewals keep two thirds of it), at
+        once. With less (a host that froze past its lease and woke, a renewal that is late), the lease is
+        confirmed with the database first: still this host's under the same token, it is renewed and the send
+        goes out; gone, or granted again under a new token (the runtime's log can no longer write), nothing is
+        sent, and the runtime's next entry is refused too, so whoever serves it next decides again."""
+        name = runtime_lease_name(str(key))
+        if self.keeper.remaining(name) >= self.settings.lease_seconds / 4:
+            return
+        token = self.keeper.token(name)
+        confirmed = await self.keeper.hold(name) if token is not None else None
+        if confirmed is None or confirmed.token != token:
+            raise LeaseLost(f"the lease on {name!r} is no longer {self.holder}'s: the reply of {key} is not sent")
 
     async def take(self, key: RuntimeKey) -> Lease | None:
         """This host's lease on ``key``: the one it holds, or a new one; ``None`` while another host holds it,
@@ -326,11 +336,21 @@ class Fleet:
                 await self.placement.deliver_here(key, event, attachments)
             except (AgentStopped, FactLogError, RuntimeStartFailed) as exc:
                 await self.inbox.give_back(items[index:])
+                if isinstance(exc, FactLogError):
+                    self.stop_stale(key, exc)
                 await self.let_go(key)
                 logger.warning("inbox events for %s given back for later: %s", key, exc)
                 return
             await self.inbox.done([item])
         await self.let_go(key)  # taken for nothing (the events went meanwhile): another host may have it
+
+    def stop_stale(self, key: RuntimeKey, error: Exception) -> None:
+        """Stop this host's runtime at ``key`` whose log refused an entry (its lease went, even if only for a
+        moment): every later event would meet the same closed log. The next one respawns it under a lease
+        that holds, here or on the host that has it now."""
+        route = self.routes.get(key.profile) if self.routes is not None else None
+        if route is not None and route.stop_runtime(key, "its fact log refused an entry"):
+            logger.warning("runtime %s stopped here: %s", key, error)
 
     async def let_go(self, key: RuntimeKey) -> None:
         """Give the lease on ``key`` up unless a runtime of this host serves it (taken for an event that did not
@@ -359,8 +379,8 @@ class FleetPlacement:
             try:
                 runtime, entry = await route.deliver(key, event, attachments)
                 return RuntimeDelivery(runtime, entry)
-            except LeaseLost:
-                pass  # taken over meanwhile: the new owner gets it through the inbox
+            except LeaseLost as exc:  # taken over meanwhile: the new owner gets it through the inbox
+                fleet.stop_stale(key, exc)
             except RuntimeStartFailed:
                 if fleet.held(key) is not None:
                     await fleet.let_go(key)

@@ -290,7 +290,7 @@ class Host:
         )
         if fleet is not None:
             self._shared_parts.logs = fleet.logs
-            self._shared_parts.speaks = fleet.speaks
+            self._shared_parts.fence = fleet.fence
             directory = self.directory
             fleet.can_serve = lambda key: key.sid is None or directory.connection(key.sid) is not None
         if role.fetchers is not None:

@@ -12,12 +12,13 @@ the person watched it being written), with the same bookkeeping.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ishiki_host.addresses.ids import Target
 from ishiki_host.channels.base import SendResult
 from ishiki_host.core.tools import trust_allows
+from ishiki_host.errors import FactLogError
 
 if TYPE_CHECKING:
     from ishiki_host.addresses.keys import RuntimeKey
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ishiki_host.plugins.runtime_api import TurnView
     from ishiki_host.runtime.drafts import OpenDraft
 
-__all__ = ["FencedOutlets", "Outlets", "RuntimeOutbox", "typing_delay"]
+__all__ = ["Fence", "Outlets", "RuntimeOutbox", "typing_delay"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,22 +46,9 @@ class Outlets(Protocol):
         ...
 
 
-class FencedOutlets:
-    """``outlets`` for the runtime at ``key`` while ``speaks(key)``; no connection at all once it may not
-    (``SharedParts.speaks``): a send then fails as to a channel that is down, and nothing reaches the chat."""
-
-    def __init__(self, outlets: Outlets, key: RuntimeKey, speaks: Callable[[RuntimeKey], bool]):
-        self._outlets = outlets
-        self._key = key
-        self._speaks = speaks
-
-    def connection(self, sid: str) -> ChannelConnection | None:
-        """The running connection of ``sid`` while the runtime may speak."""
-        return self._outlets.connection(sid) if self._speaks(self._key) else None
-
-    def note_sent(self, sid: str, channel_id: str, ids: Sequence[str]) -> None:
-        """Remember ids the host sent (see ``Outlets``)."""
-        self._outlets.note_sent(sid, channel_id, ids)
+Fence = Callable[[], Awaitable[None]]
+"""Awaited before each send of a runtime's messages; raises ``FactLogError`` when the host may no longer speak
+for the runtime (``SharedParts.fence``: a fleet's lease that is gone)."""
 
 
 def typing_delay(text: str, chars_per_second: float, max_delay_ms: int) -> float:
@@ -80,6 +68,7 @@ class RuntimeOutbox:
         clock: Clock,
         turn: Callable[[], TurnView],
         fallback: Callable[[], Target | None] = lambda: None,
+        fence: Fence | None = None,
     ):
         self._key = key
         self._profile = profile
@@ -88,6 +77,7 @@ class RuntimeOutbox:
         self._clock = clock
         self._turn = turn
         self._fallback = fallback
+        self._fence = fence
 
     @property
     def needs_target(self) -> bool:
@@ -138,6 +128,13 @@ class RuntimeOutbox:
             return SendResult(error=resolved)
         if connection is None:
             return SendResult(error=f"channel {resolved.sid} is not connected right now")
+        if self._fence is not None:
+            try:
+                await self._fence()
+            except FactLogError as exc:  # nothing goes out: the runtime's log refuses its next entry too
+                if draft is not None:
+                    await draft.drop("aborted")
+                return SendResult(error=f"not sent: {exc}")
         ids: list[str] = []
         for index, text in enumerate(messages):
             first_reply = reply_to if index == 0 else None

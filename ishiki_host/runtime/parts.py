@@ -12,7 +12,7 @@ assembles a profile's parts from the registry.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -92,9 +92,10 @@ class SharedParts:
     syncer: Syncer | None = None
     logs: RuntimeLogs = field(default_factory=FileLogs)
     """Where each runtime's fact log is opened (``ishiki_host.runtime.logstore``)."""
-    speaks: Callable[[RuntimeKey], bool] | None = None
-    """Whether the runtime at a key may still send (``None``: always). A host of a fleet answers while it holds
-    the runtime's lease: a host that froze past it and woke says nothing that the new owner says again."""
+    fence: Callable[[RuntimeKey], Awaitable[None]] | None = None
+    """Awaited before the runtime at a key sends a message (``None``: nothing to check); raises ``FactLogError``
+    when this host may no longer speak for it. A host of a fleet speaks while it holds the runtime's lease: a
+    host that froze past it and woke sends nothing that the new owner would say again."""
     channels: Callable[[], Mapping[str, Mapping[str, Any]]] = dict
     """The host's channel supervisors by label (``whatsapp#0``): ``state`` and ``error``, for ``/status``."""
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -57,7 +58,7 @@ from ishiki_host.runtime.hostview import RuntimeView
 from ishiki_host.runtime.images import ImageResolver
 from ishiki_host.runtime.lifecycle import Lifecycle
 from ishiki_host.runtime.notices import Notices
-from ishiki_host.runtime.outbound import FencedOutlets, RuntimeOutbox
+from ishiki_host.runtime.outbound import RuntimeOutbox
 from ishiki_host.runtime.policy import SWITCHES_STAGE, switches_stage
 from ishiki_host.runtime.prompt import control_flow, join_sections
 from ishiki_host.runtime.started import Engines, Started, create_engines
@@ -134,9 +135,7 @@ class AgentRuntime:
         self._started: Started | None = None
         self._wakeup_dispose: Any = None
         self._waiter = Waiter(shared.clock, self._wake_for_waiter)
-        # What the runtime says goes out only while it may speak (``SharedParts.speaks``: a fleet's lease holder).
-        outlets = shared.outlets if shared.speaks is None else FencedOutlets(shared.outlets, key, shared.speaks)
-        self._outlets = outlets
+        outlets = self._outlets = shared.outlets
         self._lifecycle = Lifecycle(
             key,
             self._logger,
@@ -348,6 +347,7 @@ class AgentRuntime:
             clock,
             lambda: tracker.turn,
             lambda: tracker.last_target,
+            fence=partial(shared.fence, self._key) if shared.fence is not None else None,
         )
         images = ImageResolver(resources.center, accepts_images=parts.accepts_images)
         read = make_read_tool(resources.center, trust=lambda: tracker.turn.trust)

@@ -5,13 +5,15 @@
     lease = await keeper.hold("runtime:ana/telegram:1/private:42")  # None: another host serves it
     async with keeper.book.fenced(keeper.lease(name)) as conn: ...   # each write under the newest grant
 
-The keeper renews every held lease every ``seconds / 3`` on its clock. A renewal the database refuses (the
-lease expired and another host took the name) loses the lease; so does one that cannot be made in time (the
-database is unreachable): a lease counts as over on this host's clock ``seconds`` after the request that last
-granted it was *sent*, which is never later than it ends on the database's clock, whatever this host's clock
-says of the time of day. A lost lease is dropped and ``on_lost(name)`` is called once: the host stops serving
-the name (its runtime stops; the next input for it goes to whoever holds it then). A database call takes at
-most ``seconds / 3`` of real time (``call_seconds``): a server that stopped answering costs no more than that.
+The keeper renews every held lease every ``seconds / 3`` on its clock, all of them in one statement (a round
+costs one round trip however many leases the host holds), each round counted from the start of the last. A
+renewal the database refuses (the lease expired and another host took the name) loses the lease; so does one
+that cannot be made in time (the database is unreachable): a lease counts as over on this host's clock
+``seconds`` after the request that last granted it was *sent*, which is never later than it ends on the
+database's clock, whatever this host's clock says of the time of day. A lost lease is dropped and
+``on_lost(name)`` is called once: the host stops serving the name (its runtime stops; the next input for it goes
+to whoever holds it then). A database call takes at most ``seconds / 3`` of real time (``call_seconds``): a
+server that stopped answering costs no more than that.
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ class LeaseKeeper:
             return None
         return held.lease
 
+    def token(self, name: str) -> int | None:
+        """The fencing token of the newest grant of ``name`` this host keeps, even one that may be over on this
+        host's clock (``lease`` says ``None`` then); ``None`` when it keeps none."""
+        held = self._held.get(name)
+        return held.lease.token if held is not None else None
+
     def remaining(self, name: str) -> float:
         """Seconds left of the lease on ``name`` on this host's clock (0 when it is not held): never more than is
         left on the database's (see the module docstring)."""
@@ -85,21 +93,29 @@ class LeaseKeeper:
             await self._call(partial(self.book.release, held.lease))
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Renew until cancelled."""
+        """Renew until cancelled: a round every ``seconds / 3`` from the start of the last one, however long
+        that one took (a round that waits on a slow database must not push the next one later still)."""
         task_status.started()
+        period = self.book.seconds / 3
+        next_round = self.clock.monotonic() + period
         while True:
-            await self.clock.sleep(self.book.seconds / 3)
+            await self.clock.sleep(max(0.0, next_round - self.clock.monotonic()))
+            next_round = self.clock.monotonic() + period  # from this round's start, not its end
             await self.renew_all()
 
     async def renew_all(self) -> None:
-        """One round: renew every held lease, and let go of each that is lost."""
-        for name, held in list(self._held.items()):
-            sent_at = self.clock.monotonic()
-            answered, renewed = await self._call(partial(self.book.renew, held.lease))
+        """One round: renew every held lease in one statement, and let go of each that is lost."""
+        held_now = dict(self._held)
+        if not held_now:
+            return
+        sent_at = self.clock.monotonic()
+        answered, renewed = await self._call(partial(self.book.renew_many, [h.lease for h in held_now.values()]))
+        for name, held in held_now.items():
             if self._held.get(name) is not held:
-                continue  # released meanwhile
-            if renewed is not None:
-                self._held[name] = _Held(renewed, sent_at)
+                continue  # released, or taken again, meanwhile
+            lease = renewed.get(name) if renewed is not None else None
+            if lease is not None:
+                self._held[name] = _Held(lease, sent_at)
             elif answered:
                 await self._lose(name, "taken over or expired")
             elif self._over(held):

@@ -22,7 +22,7 @@ moving, the lock goes with it, and the paused host's commit fails when it wakes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,14 @@ _RENEW = """
 UPDATE ishiki_leases SET expires_at = clock_timestamp() + %(seconds)s * interval '1 second'
 WHERE name = %(name)s AND holder = %(holder)s AND token = %(token)s AND expires_at > clock_timestamp()
 RETURNING name, holder, token, extract(epoch FROM expires_at)::float8
+"""
+
+_RENEW_MANY = """
+UPDATE ishiki_leases AS held SET expires_at = clock_timestamp() + %(seconds)s * interval '1 second'
+FROM unnest(%(names)s::text[], %(tokens)s::bigint[]) AS mine(name, token)
+WHERE held.name = mine.name AND held.token = mine.token AND held.holder = %(holder)s
+  AND held.expires_at > clock_timestamp()
+RETURNING held.name, held.holder, held.token, extract(epoch FROM held.expires_at)::float8
 """
 
 _CHECK = """
@@ -119,6 +127,22 @@ class LeaseBook:
         """``lease`` for another period from now; ``None`` when it is lost (expired, or taken over)."""
         params = {"name": lease.name, "holder": lease.holder, "token": lease.token, "seconds": self.seconds}
         return await self._one(_RENEW, params)
+
+    async def renew_many(self, leases: Sequence[Lease]) -> dict[str, Lease]:
+        """Each of ``leases`` for another period from now, in one statement; those renewed by name (one that is
+        missing is lost: expired, or taken over)."""
+        if not leases:
+            return {}
+        params = {
+            "names": [lease.name for lease in leases],
+            "tokens": [lease.token for lease in leases],
+            "holder": self.holder,
+            "seconds": self.seconds,
+        }
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(_RENEW_MANY, params)
+            rows = await cursor.fetchall()
+        return {str(name): Lease(str(name), str(holder), int(token), float(ends)) for name, holder, token, ends in rows}
 
     async def release(self, lease: Lease) -> None:
         """Give ``lease`` up at once (another host may take the name without waiting for it to expire)."""

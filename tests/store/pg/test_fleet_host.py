@@ -4,16 +4,22 @@ runtime taken over. The fleet of real ``ishiki run`` processes is ``test_fleet_p
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
 from ishiki_host.addresses.keys import RuntimeKey
 from ishiki_host.channels.codec import FrameError
+from ishiki_host.config.host import FleetSettings
+from ishiki_host.core.clock import FakeClock
 from ishiki_host.core.messages import Message
-from ishiki_host.host.fleet import Forwarded, decode_inbox_body, encode_inbox_body
+from ishiki_host.host.fleet import Fleet, Forwarded, decode_inbox_body, encode_inbox_body
 from ishiki_host.host.routes import ProfileRoute
 from ishiki_host.store.pg.facts import PgFactLog
-from ishiki_host.store.pg.leases import runtime_lease_name
+from ishiki_host.store.pg.leases import LeaseBook, LeaseLost, runtime_lease_name
+from ishiki_host.store.pg.schema import migrate
 from ishiki_host.testing import FakeOpenAIServer, RecordedRequest, Reply, ScriptedCall, profile_yaml
 from ishiki_host.testing.host import TestHost, host_yaml
 from ishiki_host.testing.host_fixtures import MakeHost
@@ -228,3 +234,23 @@ async def test_the_database_going_away_pauses_the_host_and_nothing_is_acknowledg
                 await bot.wait_sent(2)
     assert acknowledged_while_away == []
     assert [m.text for m in bot.sent] == ["re: one", "re: two"]
+
+
+async def test_a_send_late_in_the_lease_is_confirmed_with_the_database_and_refused_once_the_lease_is_gone(
+    pg_pool: AsyncConnectionPool[Any], postgres_url: str
+) -> None:
+    clock = FakeClock()
+    fleet = Fleet(pg_pool, postgres_url, FleetSettings("a", lease_seconds=30, poll_seconds=1), clock)
+    await migrate(pg_pool)
+    assert await fleet.take(KEY) is not None
+    await fleet.fence(KEY)  # most of the lease left: at once
+    await clock.advance(25)  # a renewal that is late: less than a quarter left on this host's clock
+    await fleet.fence(KEY)  # still this host's under the same token: confirmed (and renewed), the send goes
+    assert fleet.keeper.remaining(runtime_lease_name(str(KEY))) == 30
+    other = LeaseBook(pg_pool, "b/1", seconds=30)
+    async with pg_pool.connection() as conn:  # the lease ran out on the database, and host b took the runtime
+        await conn.execute("UPDATE ishiki_leases SET expires_at = clock_timestamp()")
+    assert await other.acquire(runtime_lease_name(str(KEY))) is not None
+    await clock.advance(25)
+    with pytest.raises(LeaseLost, match="is not sent"):
+        await fleet.fence(KEY)

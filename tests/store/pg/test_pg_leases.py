@@ -156,3 +156,21 @@ async def test_a_host_frozen_mid_write_loses_its_lease_and_its_write(
     async with pg_pool.connection() as conn:
         rows = await (await conn.execute("SELECT writer, token FROM writes")).fetchall()
     assert rows == [("host-b", taken.token)]  # nothing of the frozen host's
+
+
+async def test_renewing_many_leases_in_one_statement_keeps_what_is_still_held(
+    pg_pool: AsyncConnectionPool[Any],
+) -> None:
+    a, b = LeaseBook(pg_pool, "host-a", seconds=30), LeaseBook(pg_pool, "host-b", seconds=30)
+    await a.setup()
+    kept, lost = await a.acquire("runtime:one"), await a.acquire("runtime:two")
+    assert kept is not None
+    assert lost is not None
+    async with pg_pool.connection() as conn:  # "two" ran out, and host b took it
+        await conn.execute("UPDATE ishiki_leases SET expires_at = clock_timestamp() WHERE name = 'runtime:two'")
+    assert await b.acquire("runtime:two") is not None
+    renewed = await a.renew_many([kept, lost])
+    assert list(renewed) == ["runtime:one"]
+    assert renewed["runtime:one"].token == kept.token
+    assert renewed["runtime:one"].expires_at >= kept.expires_at
+    assert await a.renew_many([]) == {}
