@@ -215,14 +215,12 @@ class Fleet:
         With at least a quarter of its lease left on this host's clock (renewals keep two thirds of it), at
         once. With less (a host that froze past its lease and woke, a renewal that is late), the lease is
         confirmed with the database first: still this host's under the same token, it is renewed and the send
-        goes out; gone, or granted again under a new token (the runtime's log can no longer write), nothing is
-        sent, and the runtime's next entry is refused too, so whoever serves it next decides again."""
+        goes out; run out or taken, nothing is sent (and no new grant is taken here), the runtime's next entry
+        is refused too, and whoever takes the lease over next decides again."""
         name = runtime_lease_name(str(key))
         if self.keeper.remaining(name) >= self.settings.lease_seconds / 4:
             return
-        token = self.keeper.token(name)
-        confirmed = await self.keeper.hold(name) if token is not None else None
-        if confirmed is None or confirmed.token != token:
+        if not await self.keeper.confirm(name):
             raise LeaseLost(f"the lease on {name!r} is no longer {self.holder}'s: the reply of {key} is not sent")
 
     async def take(self, key: RuntimeKey) -> Lease | None:
@@ -424,8 +422,13 @@ class FleetLogs:
         name = runtime_lease_name(str(key))
 
         async def give_up() -> None:
-            # Whatever grant the keeper holds now: a runtime has one log open at a time (its home's lock), so
-            # no other log uses it, and one that starts next takes the lease again when it opens.
+            if log.lost:
+                # Stopped by a lost lease, maybe mid-turn: the row must run out rather than go, so that the host
+                # taking it over (this one too) respawns the runtime and finishes what it left.
+                fleet.keeper.forget(name)
+                return
+            # A clean stop: whatever grant the keeper holds now goes. A runtime has one log open at a time (its
+            # home's lock), so no other log uses it, and one that starts next takes the lease again.
             await fleet.keeper.release(name)
 
         log.on_close(give_up)

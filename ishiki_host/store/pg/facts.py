@@ -123,6 +123,7 @@ class PgFactLog:
         self._sync_lock = anyio.Lock()
         self._followers = Followers()  # readers waiting in wait_appended
         self._closed = False
+        self.lost = False  # a write was refused for want of the lease: the log ended with it, not by ``close``
 
     @classmethod
     async def open(
@@ -210,6 +211,7 @@ class PgFactLog:
                     try:
                         await self.sync()
                     except LeaseLost as exc:
+                        self.lost = True
                         logger.info("%s closed without its last durable commit: %s", self.where, exc)
                     finally:
                         self._shut()
@@ -247,6 +249,7 @@ class PgFactLog:
             params = self._params(commit="on" if durable else "off")
             params.update(ids=[e.id for e in entries], lines=lines)
             if await self._write(_INSERT, params, "append to") != len(entries):
+                self.lost = True
                 self._shut()  # another host serves the runtime now: nothing more is written here
                 raise LeaseLost(f"the lease on {self.lease.name!r} (token {self.lease.token}) is no longer "
                                 f"{self.lease.holder}'s: nothing of {self.key} was written")  # fmt: skip
@@ -288,6 +291,7 @@ class PgFactLog:
             if self._closed or self._durable_id >= (target if upto is None else min(upto, target)):
                 return
             if await self._write(_MARK, {**self._params(commit="on"), "upto": target}, "make durable") != 1:
+                self.lost = True
                 self._shut()
                 raise LeaseLost(f"the lease on {self.lease.name!r} is no longer {self.lease.holder}'s")
             self._durable_id = max(self._durable_id, target)

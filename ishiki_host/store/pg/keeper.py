@@ -86,6 +86,24 @@ class LeaseKeeper:
         self._held[name] = _Held(lease, sent_at)
         return lease
 
+    async def confirm(self, name: str) -> bool:
+        """Renew ``name`` now under the grant this host keeps (never a new one); whether it is still this host's.
+        A grant that ran out is not taken again here: its row stays for whichever host takes it over."""
+        held = self._held.get(name)
+        if held is None:
+            return False
+        sent_at = self.clock.monotonic()
+        _, renewed = await self._call(partial(self.book.renew, held.lease))
+        if renewed is not None and self._held.get(name) is held:
+            self._held[name] = _Held(renewed, sent_at)
+            return True
+        return False
+
+    def forget(self, name: str) -> None:
+        """Stop keeping ``name`` without giving it up: its row runs out on the database's clock, and the host
+        that takes it over then finds what its runtime left unfinished (a runtime stopped by a lost lease)."""
+        self._held.pop(name, None)
+
     async def release(self, name: str) -> None:
         """Stop keeping ``name`` and give it up at once."""
         held = self._held.pop(name, None)
