@@ -11,7 +11,6 @@ children from ``/proc``.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
@@ -24,7 +23,7 @@ import psycopg
 from _fake_server import models_yaml
 from ishiki_channel_telegram.testing import PUBLIC_URL, FakeBotAPI
 
-from ishiki_host.testing import IshikiProcess
+from ishiki_host.testing import IshikiProcess, free_ports
 
 __all__ = [
     "LEASE_SECONDS",
@@ -43,18 +42,6 @@ __all__ = [
 TOKEN = "7000000003:AABenchTokenForTheFleetBotAPI_0123456789"
 LEASE_SECONDS = 2.0  # the default of the benches: a takeover soon after a crash
 POLL_SECONDS = 0.2
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` loopback ports nobody listens on now (held open together, so they differ)."""
-    probes = [socket.socket() for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 def write_config(

@@ -33,7 +33,7 @@ from ishiki_host.testing.http import serve_http
 from ishiki_host.testing.http_server import LoopbackServer, RecordedRequest, Response
 from ishiki_host.testing.models import FunctionModel, ScriptedModel, reply, tool_call
 from ishiki_host.testing.network_guard import NetworkGuardError
-from ishiki_host.testing.process import IshikiProcess
+from ishiki_host.testing.process import IshikiProcess, free_ports
 from ishiki_host.testing.registry import registry_with
 from ishiki_host.testing.schema_values import example_arguments
 from ishiki_host.testing.testmodel import KERNEL_TOOL_NAMES, TestModel
@@ -82,6 +82,7 @@ __all__ = [
     "discover",
     "event_identity",
     "example_arguments",
+    "free_ports",
     "host_yaml",
     "make_read_tool",
     "models_yaml",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import pytest
 
 from ishiki_host.testing.fake_openai import FakeOpenAIServer
 from ishiki_host.testing.host import MakeHost, TestHost, models_yaml, write_config
-from ishiki_host.testing.process import IshikiProcess
+from ishiki_host.testing.process import IshikiProcess, free_ports
 
 MakeProcess = Callable[..., IshikiProcess]
 """``ishiki_processes(root, *options, env=None)`` (see the module docstring)."""
@@ -77,7 +76,4 @@ async def ishiki_processes() -> AsyncIterator[MakeProcess]:
 @pytest.fixture
 def free_port() -> int:
     """A loopback port nobody listens on right now (see the module docstring)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    return free_ports(1)[0]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +32,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-__all__ = ["IshikiProcess"]
+__all__ = ["IshikiProcess", "free_ports"]
 
 
 class IshikiProcess:
@@ -154,3 +155,16 @@ class IshikiProcess:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` loopback ports nobody listens on right now, for ``ishiki run`` processes to listen on (held open
+    together while asked for, so they differ; another process may still take one before they do)."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()

@@ -60,12 +60,6 @@ class LeaseKeeper:
             return None
         return held.lease
 
-    def token(self, name: str) -> int | None:
-        """The fencing token of the newest grant of ``name`` this host keeps, even one that may be over on this
-        host's clock (``lease`` says ``None`` then); ``None`` when it keeps none."""
-        held = self._held.get(name)
-        return held.lease.token if held is not None else None
-
     def remaining(self, name: str) -> float:
         """Seconds left of the lease on ``name`` on this host's clock (0 when it is not held): never more than is
         left on the database's (see the module docstring)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import random
 import signal
-import socket
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,15 @@ from pathlib import Path
 import anyio
 import psycopg
 import pytest
-from ishiki_host.testing import IshikiProcess, RecordedRequest, Reply, ScriptedCall, models_yaml, write_config
+from ishiki_host.testing import (
+    IshikiProcess,
+    RecordedRequest,
+    Reply,
+    ScriptedCall,
+    free_ports,
+    models_yaml,
+    write_config,
+)
 from ishiki_host.testing.postgres import PostgresServer
 
 from ishiki_channel_telegram.testing import PUBLIC_URL, private_chat, user
@@ -35,18 +42,6 @@ HELPER = 'model: default\nchannels:\n  telegram:7000000001: ["*"]\n'
 def postgres() -> Iterator[PostgresServer]:
     with PostgresServer() as server:
         yield server
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` loopback ports nobody listens on now (held open together, so they differ)."""
-    probes = [socket.socket() for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 def fleet_config(root: Path, port: int, name: str, telegram_url: str, fake_openai: object) -> Path:

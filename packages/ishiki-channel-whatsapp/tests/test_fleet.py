@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 import signal
-import socket
 from collections import Counter
 from collections.abc import Iterator
 
@@ -18,7 +17,7 @@ import anyio
 import httpx
 import psycopg
 import pytest
-from ishiki_host.testing import IshikiProcess, RecordedRequest, Reply, ScriptedCall
+from ishiki_host.testing import IshikiProcess, RecordedRequest, Reply, ScriptedCall, free_ports
 from ishiki_host.testing.postgres import PostgresServer
 
 from ishiki_channel_whatsapp.testing import DEFAULT_APP_SECRET, WebhookDriver
@@ -36,18 +35,6 @@ READY = "runs as +1 555-010-0000"
 def postgres() -> Iterator[PostgresServer]:
     with PostgresServer() as server:
         yield server
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` loopback ports nobody listens on now (held open together, so they differ)."""
-    probes = [socket.socket() for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 def answer_newest(request: RecordedRequest) -> Reply:
